@@ -1,0 +1,23 @@
+"""swe: a well-balanced, wetting-and-drying, differentiable shallow-water solver in JAX.
+
+The public face. Build a :class:`Grid`, a :class:`ShallowWater` model over a bed, an
+initial :class:`State`, then :func:`simulate` and ``Result.to_xarray()``.
+"""
+
+__version__ = "0.1.0"
+
+from .boundaries import Boundaries, Inflow, Outflow, Periodic, Stage, Wall
+from .errors import SimulationError
+from .grid import Grid
+from .model import FiniteVolume, ShallowWater
+from .simulate import Result, simulate
+from .sources import (BetaPlane, Chezy, FPlane, LinearDrag, Manning, PointSource, Rain,
+                      WindStress)
+from .state import State
+
+__all__ = [
+    "Boundaries", "BetaPlane", "Chezy", "FiniteVolume", "FPlane", "Grid", "Inflow",
+    "LinearDrag", "Manning", "Outflow", "Periodic", "PointSource", "Rain", "Result",
+    "ShallowWater", "SimulationError", "Stage", "State", "Wall", "WindStress", "simulate",
+    "__version__",
+]

@@ -1,0 +1,242 @@
+"""Boundary conditions. They only fill ghost (halo) cells, so interior stencils never see
+an edge; this module is the only one that knows where the domain ends.
+
+Each side (``west``, ``east``, ``south``, ``north``) gets one condition:
+
+* :class:`Wall` (default): reflective, no normal flow.
+* :class:`Outflow`: transmissive, zero-gradient extrapolation.
+* :class:`Periodic`: wraps to the opposite side; must be set on both sides of a pair.
+* :class:`Inflow`: a prescribed discharge per unit width into the domain (m^2/s).
+* :class:`Stage`: a prescribed surface elevation (m).
+
+Time-dependent values are given as a function of ``t`` (seconds). Values along an edge may
+also be 1-D arrays of the edge length (``ny`` for west/east, ``nx`` for south/north), e.g.
+an inflow that only covers a river's channel.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .errors import is_concrete
+from .state import desingularised_velocity
+
+SIDES = ("west", "east", "south", "north")
+
+
+def _check_edge_value(name: str, value):
+    if callable(value):
+        return value
+    if value is None or isinstance(value, (str, bool)):
+        raise ValueError(f"{name}={value!r} is invalid; expected a number, a 1-D array along "
+                         "the edge, or a function of t")
+    arr = jnp.asarray(value)
+    if arr.ndim > 1 or not jnp.issubdtype(arr.dtype, jnp.number):
+        raise ValueError(f"{name} has shape {arr.shape}; expected a number, a 1-D array along "
+                         "the edge, or a function of t")
+    if not jnp.issubdtype(arr.dtype, jnp.floating):
+        arr = arr.astype(jnp.result_type(float))
+    if is_concrete(arr) and not np.all(np.isfinite(np.asarray(arr))):
+        raise ValueError(f"{name}={value!r} contains NaN or inf; every value must be finite")
+    return arr
+
+
+def _edge_value(value, t, axis):
+    v = jnp.asarray(value(t) if callable(value) else value)
+    # A 1-D profile runs along the edge, i.e. across the normal axis.
+    return jnp.expand_dims(v, axis) if v.ndim == 1 else v
+
+
+class AbstractBoundary(eqx.Module):
+    """One side's condition: given the interior cells nearest the edge (outward order), it
+    returns the ghost cells ``(h, q_normal, q_tangential)`` in the same order.
+
+    ``side`` is -1 on the low side (west, south) and +1 on the high side, so that
+    ``side * q_normal`` is the outward discharge.
+    """
+
+    bed_mode: eqx.AbstractClassVar[str]
+
+    @abc.abstractmethod
+    def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
+        """Ghost ``(h, q_normal, q_tangential)`` from the mirrored or edge interior cells."""
+
+
+class Wall(AbstractBoundary):
+    """Reflective wall: mirrored depth and tangential flow, negated normal flow."""
+
+    bed_mode: ClassVar[str] = "mirror"
+
+    def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
+        h, qn, qt = mirror
+        return h, -qn, qt
+
+
+class Outflow(AbstractBoundary):
+    """Transmissive (zero-gradient) boundary: ghost cells copy the edge cell."""
+
+    bed_mode: ClassVar[str] = "edge"
+
+    def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
+        return edge
+
+
+class Periodic(AbstractBoundary):
+    """Periodic: the ghost cells are the interior cells of the opposite side."""
+
+    bed_mode: ClassVar[str] = "wrap"
+
+    def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
+        raise AssertionError("periodic ghosts are filled by wrapping, not per side")
+
+
+class Inflow(AbstractBoundary):
+    """Prescribed inflow discharge per unit width ``discharge`` (m^2/s, >= 0 into the domain).
+
+    The ghost depth is the larger of the edge depth and the critical depth
+    ``(q^2/g)^(1/3)``, so water enters a dry edge too; the tangential flow is zero.
+    ``discharge`` is a number, a 1-D array along the edge, or a function of ``t``.
+    """
+
+    discharge: object
+    bed_mode: ClassVar[str] = "edge"
+
+    def __init__(self, discharge):
+        self.discharge = _check_edge_value("discharge", discharge)
+
+    def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
+        q = _edge_value(self.discharge, t, axis)
+        h_edge = edge[0]
+        h_crit = jnp.cbrt(q * q / g)
+        h = jnp.maximum(h_edge, h_crit)
+        qn = jnp.broadcast_to(-side * q, h.shape)
+        return h, qn, jnp.zeros_like(h)
+
+
+class Stage(AbstractBoundary):
+    """Prescribed surface elevation ``eta`` (m): a tide, a lake, a downstream level.
+
+    Ghost depth is ``max(eta - bed, 0)``; the velocity is extrapolated from the edge cell.
+    ``eta`` is a number, a 1-D array along the edge, or a function of ``t``.
+    """
+
+    eta: object
+    bed_mode: ClassVar[str] = "edge"
+
+    def __init__(self, eta):
+        self.eta = _check_edge_value("eta", eta)
+
+    def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
+        eta = _edge_value(self.eta, t, axis)
+        h_e, qn_e, qt_e = edge
+        h = jnp.maximum(eta - bed_ghost, 0.0)
+        un = desingularised_velocity(h_e, qn_e, h_dry)
+        ut = desingularised_velocity(h_e, qt_e, h_dry)
+        return h, h * un, h * ut
+
+
+class Boundaries(eqx.Module):
+    """One condition per side; every side defaults to :class:`Wall`.
+
+    ``Periodic`` must be given on both sides of a pair (west/east or south/north).
+    """
+
+    west: AbstractBoundary = Wall()
+    east: AbstractBoundary = Wall()
+    south: AbstractBoundary = Wall()
+    north: AbstractBoundary = Wall()
+
+    def __check_init__(self):
+        for side in SIDES:
+            bc = getattr(self, side)
+            if not isinstance(bc, AbstractBoundary):
+                raise ValueError(
+                    f"{side}={bc!r} is not a boundary condition; use swe.Wall(), swe.Outflow(), "
+                    "swe.Periodic(), swe.Inflow(discharge) or swe.Stage(eta)"
+                )
+        for lo, hi in (("west", "east"), ("south", "north")):
+            p_lo = isinstance(getattr(self, lo), Periodic)
+            p_hi = isinstance(getattr(self, hi), Periodic)
+            if p_lo != p_hi:
+                one, other = (lo, hi) if p_lo else (hi, lo)
+                raise ValueError(
+                    f"{one}=Periodic() needs {other}=Periodic() as well; periodic boundaries "
+                    f"come in pairs (west/east, south/north), got {other}="
+                    f"{type(getattr(self, other)).__name__}()"
+                )
+
+    def pair(self, axis: int) -> tuple[AbstractBoundary, AbstractBoundary]:
+        """The (low, high) conditions across ``axis``: 1 is x (west, east), 0 is y."""
+        return (self.west, self.east) if axis == 1 else (self.south, self.north)
+
+    def check_edge_lengths(self, shape: tuple[int, int]):
+        """Edge profiles must match the edge they sit on."""
+        ny, nx = shape
+        for side, length in (("west", ny), ("east", ny), ("south", nx), ("north", nx)):
+            bc = getattr(self, side)
+            for name in ("discharge", "eta"):
+                value = getattr(bc, name, None)
+                if value is not None and not callable(value) and jnp.ndim(value) == 1:
+                    if jnp.shape(value)[0] != length:
+                        raise ValueError(
+                            f"{side} boundary {name} has length {jnp.shape(value)[0]}; "
+                            f"expected a number or {length} values along the {side} edge"
+                        )
+
+
+def _take(q, start, stop, axis):
+    return lax.slice_in_dim(q, start, stop, axis=axis)
+
+
+def pad_bed(bed, boundaries: Boundaries, axis: int, ng: int):
+    """Bed elevation with ``ng`` ghost cells on each end of ``axis``."""
+    n = bed.shape[axis]
+    parts = []
+    for bc, side in zip(boundaries.pair(axis), (-1, 1)):
+        if bc.bed_mode == "wrap":
+            g = _take(bed, n - ng, n, axis) if side < 0 else _take(bed, 0, ng, axis)
+        elif bc.bed_mode == "mirror":
+            g = jnp.flip(_take(bed, 0, ng, axis), axis) if side < 0 else jnp.flip(
+                _take(bed, n - ng, n, axis), axis)
+        else:
+            edge = _take(bed, 0, 1, axis) if side < 0 else _take(bed, n - 1, n, axis)
+            g = jnp.repeat(edge, ng, axis=axis)
+        parts.append(g)
+    return jnp.concatenate([parts[0], bed, parts[1]], axis=axis)
+
+
+def fill_halo(h, qn, qt, bed_padded, boundaries: Boundaries, *, axis: int, ng: int, t, g,
+              h_dry):
+    """``(h, q_normal, q_tangential)`` padded with ``ng`` ghost cells along ``axis``.
+
+    ``bed_padded`` is :func:`pad_bed`'s output for the same axis. Ghosts are produced in
+    outward order (nearest the face first) and flipped into place on the low side.
+    """
+    n = h.shape[axis]
+    lo_bc, hi_bc = boundaries.pair(axis)
+    fields = (h, qn, qt)
+    if isinstance(lo_bc, Periodic):
+        lo = tuple(_take(f, n - ng, n, axis) for f in fields)
+        hi = tuple(_take(f, 0, ng, axis) for f in fields)
+    else:
+        out = []
+        for bc, side in ((lo_bc, -1), (hi_bc, 1)):
+            if side < 0:
+                mirror = tuple(_take(f, 0, ng, axis) for f in fields)
+                edge = tuple(jnp.repeat(_take(f, 0, 1, axis), ng, axis=axis) for f in fields)
+                bed_ghost = jnp.flip(_take(bed_padded, 0, ng, axis), axis)
+            else:
+                mirror = tuple(jnp.flip(_take(f, n - ng, n, axis), axis) for f in fields)
+                edge = tuple(jnp.repeat(_take(f, n - 1, n, axis), ng, axis=axis) for f in fields)
+                bed_ghost = _take(bed_padded, n + ng, n + 2 * ng, axis)
+            ghost = bc.ghosts(mirror, edge, bed_ghost, t, side, axis, g, h_dry)
+            ghost = tuple(jnp.broadcast_to(x, mirror[0].shape).astype(h.dtype) for x in ghost)
+            out.append(tuple(jnp.flip(x, axis) for x in ghost) if side < 0 else ghost)
+        lo, hi = out
+    return tuple(jnp.concatenate([a, f, b], axis=axis) for a, f, b in zip(lo, fields, hi))

@@ -1,0 +1,228 @@
+"""Physical source terms. Each is optional, and an absent one is not traced at all.
+
+Coefficients are stored as JAX arrays, so changing a value never recompiles and every
+coefficient can be differentiated. A coefficient is a scalar or an ``(ny, nx)`` field (e.g.
+Manning zones from land use); time-dependent forcings are functions of ``t`` (seconds).
+"""
+
+from __future__ import annotations
+
+import abc
+
+import equinox as eqx
+import jax.numpy as jnp
+
+from .errors import check_field, check_finite_scalar
+
+
+def _coefficient(name, value, shape=None):
+    """A non-negative scalar or field; validated against ``shape`` once the grid is known."""
+    if shape is None:
+        arr = jnp.asarray(value) if not isinstance(value, (str, bool, type(None))) else None
+        if arr is None or arr.ndim not in (0, 2):
+            raise ValueError(f"{name}={value!r} is invalid; expected a number >= 0 or an "
+                             "(ny, nx) array of them")
+        return check_field(name, arr, arr.shape, nonnegative=True)
+    return check_field(name, value, shape, nonnegative=True)
+
+
+def _forcing(value, t):
+    return value(t) if callable(value) else value
+
+
+# --- bottom friction -------------------------------------------------------------------
+
+class AbstractFriction(eqx.Module):
+    """Bottom friction written as ``d(hu)/dt = -k(h, |u|) hu``.
+
+    The time stepper applies it semi-implicitly, ``hu <- hu / (1 + dt k)``, which damps the
+    flow towards zero and can never reverse it, however thin the layer or large ``dt``.
+    """
+
+    @abc.abstractmethod
+    def decay_rate(self, h, speed, g, h_dry):
+        """``k`` (1/s) for depth ``h`` (m) and speed ``|u|`` (m/s)."""
+
+    @abc.abstractmethod
+    def with_shape(self, shape):
+        """This law with its coefficient checked against the grid shape ``(ny, nx)``."""
+
+
+class Manning(AbstractFriction):
+    """Manning's law, ``k = g n^2 |u| / h^(4/3)``; ``n`` in s m^(-1/3) (0.01-0.1 typical)."""
+
+    n: jnp.ndarray
+
+    def __init__(self, n):
+        self.n = _coefficient("n", n)
+
+    def decay_rate(self, h, speed, g, h_dry):
+        return g * self.n**2 * speed / jnp.maximum(h, h_dry) ** (4.0 / 3.0)
+
+    def with_shape(self, shape):
+        return Manning(_coefficient("n", self.n, shape))
+
+
+class Chezy(AbstractFriction):
+    """Chezy's law, ``k = g |u| / (C^2 h)``; ``C`` in m^(1/2)/s (30-90 typical), > 0."""
+
+    C: jnp.ndarray
+
+    def __init__(self, C):
+        self.C = _coefficient("C", C)
+        self._check_positive(self.C)
+
+    @staticmethod
+    def _check_positive(C):
+        from .errors import is_concrete
+
+        if is_concrete(C) and bool(jnp.any(C <= 0)):
+            raise ValueError(f"C has value {float(jnp.min(C))!r}; Chezy coefficients must be > 0")
+
+    def decay_rate(self, h, speed, g, h_dry):
+        return g * speed / (self.C**2 * jnp.maximum(h, h_dry))
+
+    def with_shape(self, shape):
+        return Chezy(_coefficient("C", self.C, shape))
+
+
+class LinearDrag(AbstractFriction):
+    """Linear drag, bottom stress ``tau/rho = r u``: ``k = r / h``; ``r`` in m/s."""
+
+    r: jnp.ndarray
+
+    def __init__(self, r):
+        self.r = _coefficient("r", r)
+
+    def decay_rate(self, h, speed, g, h_dry):
+        return self.r / jnp.maximum(h, h_dry)
+
+    def with_shape(self, shape):
+        return LinearDrag(_coefficient("r", self.r, shape))
+
+
+# --- Coriolis ----------------------------------------------------------------------------
+
+class BetaPlane(eqx.Module):
+    """Coriolis parameter ``f = f0 + beta (y - y0)`` (f0 in 1/s, beta in 1/(m s)).
+
+    ``y0`` (m) defaults to the centre of the grid's y extent. ``beta=0`` is an f-plane.
+    Adds ``f hv`` to ``d(hu)/dt`` and ``-f hu`` to ``d(hv)/dt``.
+    """
+
+    f0: jnp.ndarray
+    beta: jnp.ndarray
+    y0: float | None = eqx.field(static=True)
+
+    def __init__(self, f0, beta=0.0, y0=None):
+        self.f0 = check_finite_scalar("f0", f0)
+        self.beta = check_finite_scalar("beta", beta)
+        self.y0 = None if y0 is None else float(check_finite_scalar("y0", y0))
+
+    def parameter(self, grid):
+        """``f`` at cell centres, shape ``(ny, 1)``."""
+        y0 = 0.5 * (grid.y[0] + grid.y[1]) if self.y0 is None else self.y0
+        return (self.f0 + self.beta * (grid.yc - y0))[:, None]
+
+
+def FPlane(f0) -> BetaPlane:
+    """An f-plane: constant Coriolis parameter ``f0`` (1/s)."""
+    return BetaPlane(f0=f0, beta=0.0)
+
+
+# --- surface wind stress -------------------------------------------------------------------
+
+class WindStress(eqx.Module):
+    """Surface wind stress ``(tau_x, tau_y)`` in Pa, acting on wet cells.
+
+    Each component is a number, an ``(ny, nx)`` field, or a function of ``t`` returning one.
+    The momentum forcing is ``tau / rho_water``.
+    """
+
+    tau_x: object
+    tau_y: object
+    rho_water: jnp.ndarray
+
+    def __init__(self, tau_x=0.0, tau_y=0.0, rho_water=1000.0):
+        self.tau_x = tau_x if callable(tau_x) else _field_or_scalar("tau_x", tau_x)
+        self.tau_y = tau_y if callable(tau_y) else _field_or_scalar("tau_y", tau_y)
+        self.rho_water = check_finite_scalar("rho_water", rho_water, lower=0.0, lower_open=True)
+
+    def with_shape(self, shape):
+        return WindStress(
+            self.tau_x if callable(self.tau_x) else check_field("tau_x", self.tau_x, shape),
+            self.tau_y if callable(self.tau_y) else check_field("tau_y", self.tau_y, shape),
+            self.rho_water,
+        )
+
+    def acceleration(self, t):
+        return _forcing(self.tau_x, t) / self.rho_water, _forcing(self.tau_y, t) / self.rho_water
+
+
+def _field_or_scalar(name, value):
+    arr = jnp.asarray(value) if not isinstance(value, (str, bool, type(None))) else None
+    if arr is None or arr.ndim not in (0, 2):
+        raise ValueError(f"{name}={value!r} is invalid; expected a number, an (ny, nx) array "
+                         "or a function of t")
+    return check_field(name, arr, arr.shape)
+
+
+# --- mass sources --------------------------------------------------------------------------
+
+class AbstractMassSource(eqx.Module):
+    """A source of water depth, ``dh/dt`` in m/s."""
+
+    @abc.abstractmethod
+    def rate(self, t, grid):
+        """``dh/dt`` (m/s): a scalar or an ``(ny, nx)`` field at time ``t``."""
+
+    @abc.abstractmethod
+    def with_shape(self, grid):
+        """This source checked against the grid."""
+
+
+class Rain(AbstractMassSource):
+    """Rain (or, negative, evaporation) at ``intensity`` m/s over the whole grid or a field.
+
+    ``intensity`` is a number, an ``(ny, nx)`` field, or a function of ``t`` returning one.
+    Evaporation never takes more water than a cell holds.
+    """
+
+    intensity: object
+
+    def __init__(self, intensity):
+        self.intensity = intensity if callable(intensity) else _field_or_scalar("intensity", intensity)
+
+    def rate(self, t, grid):
+        return _forcing(self.intensity, t)
+
+    def with_shape(self, grid):
+        if callable(self.intensity):
+            return self
+        return Rain(check_field("intensity", self.intensity, grid.shape))
+
+
+class PointSource(AbstractMassSource):
+    """A point inflow of ``discharge`` m^3/s into the cell containing ``(x, y)`` (m).
+
+    ``discharge`` is a number or a function of ``t`` (a hydrograph).
+    """
+
+    x: float = eqx.field(static=True)
+    y: float = eqx.field(static=True)
+    discharge: object
+
+    def __init__(self, x, y, discharge):
+        self.x = float(check_finite_scalar("x", x))
+        self.y = float(check_finite_scalar("y", y))
+        self.discharge = discharge if callable(discharge) else check_finite_scalar(
+            "discharge", discharge)
+
+    def rate(self, t, grid):
+        j, i = grid.cell_index(self.x, self.y)
+        q = jnp.asarray(_forcing(self.discharge, t))
+        return jnp.zeros(grid.shape, q.dtype).at[j, i].set(q / grid.cell_area)
+
+    def with_shape(self, grid):
+        grid.cell_index(self.x, self.y)  # raises if the point is off the grid
+        return self

@@ -1,0 +1,74 @@
+"""The prognostic state ``(h, hu, hv)``: depth (m) and discharges per unit width (m^2/s)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .errors import check_field, is_concrete
+
+if TYPE_CHECKING:
+    from .model import ShallowWater
+
+
+def desingularised_velocity(h, q, h_dry):
+    """``q / h`` made safe in thin layers (Kurganov & Petrova 2007, eq. 2.17).
+
+    Equals ``q / h`` wherever ``h >= h_dry`` (to round-off) and goes smoothly to zero as
+    ``h -> 0``, so a vanishing layer never produces an unbounded velocity.
+    """
+    h2 = h * h
+    h4 = h2 * h2
+    eps4 = h_dry**4
+    return jnp.sqrt(2.0) * h * q / jnp.sqrt(h4 + jnp.maximum(h4, eps4))
+
+
+class State(eqx.Module):
+    """Depth ``h`` (m) and discharges ``hu``, ``hv`` (m^2/s), each ``(ny, nx)``.
+
+    Construct with ``State(h=..., hu=..., hv=...)`` or, more often, from a surface elevation
+    with :meth:`State.from_surface`. Scalars are accepted and broadcast by ``simulate``.
+    """
+
+    h: Float[Array, "ny nx"]
+    hu: Float[Array, "ny nx"]
+    hv: Float[Array, "ny nx"]
+
+    def __check_init__(self):
+        # Only concrete, user-built states are checked; traced ones come from checked ones.
+        if is_concrete(self.h):
+            host = np.asarray(self.h)
+            if np.all(np.isfinite(host)) and np.any(host < 0):
+                raise ValueError(
+                    f"h has a negative value {float(host.min())!r}; depth must be >= 0 "
+                    "(use State.from_surface to clip a surface to the bed)"
+                )
+
+    @classmethod
+    def from_surface(cls, model: ShallowWater, eta, u=0.0, v=0.0) -> State:
+        """Depth from a surface elevation: ``h = max(eta - bed, 0)``; velocities ``u, v`` (m/s).
+
+        Dry cells (``eta <= bed``) get zero depth and zero discharge.
+        """
+        shape = model.grid.shape
+        eta = check_field("eta", eta, shape)
+        u = check_field("u", u, shape)
+        v = check_field("v", v, shape)
+        bed = jnp.broadcast_to(model.bed, shape)
+        h = jnp.maximum(jnp.broadcast_to(eta, shape) - bed, 0.0)
+        return cls(h=h, hu=h * u, hv=h * v)
+
+    def mass(self, grid) -> Array:
+        """Total water volume (m^3)."""
+        return jnp.sum(self.h) * grid.cell_area
+
+    def energy(self, model: ShallowWater) -> Array:
+        """Total energy per unit density (m^5/s^2): kinetic plus potential above z=0."""
+        u = desingularised_velocity(self.h, self.hu, model.h_dry)
+        v = desingularised_velocity(self.h, self.hv, model.h_dry)
+        e = 0.5 * self.h * (u * u + v * v) + model.g * self.h * (0.5 * self.h + model.bed)
+        return jnp.sum(e) * model.grid.cell_area

@@ -1,0 +1,186 @@
+"""Time stepping through diffrax: SSP Runge-Kutta solvers and step-size controllers.
+
+The strong-stability-preserving schemes of Shu & Osher (1988) are convex combinations of
+forward Euler steps. Each Euler stage here is the model's positivity-preserving step
+(draining-time limited fluxes, semi-implicit friction), which needs the step size, so the
+solvers are written against :class:`ShallowWaterTerm` rather than a plain vector field.
+
+The controllers choose ``dt`` (by the CFL condition or a fixed value) and shorten steps so
+that they land exactly on every output time; the interpolation then returns the computed
+state itself at those times, not an interpolant.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from diffrax import RESULTS
+from jaxtyping import Array
+
+from .model import ShallowWater
+
+
+class ShallowWaterTerm(diffrax.AbstractTerm):
+    """The model as a diffrax term. ``args`` carries the ghost-padded beds."""
+
+    model: ShallowWater
+
+    def vf(self, t, y, args):
+        return self.model.tendency(t, y, args)
+
+    def contr(self, t0, t1, **kwargs):
+        return t1 - t0
+
+    def prod(self, vf, control):
+        return jax.tree.map(lambda v: control * v, vf)
+
+    def euler(self, t, y, args, dt):
+        return self.model.euler_step(t, y, dt, args)
+
+
+class EndpointLinearInterpolation(diffrax.AbstractLocalInterpolation):
+    """Linear in time inside a step, and exactly the computed states at its two ends.
+
+    Output times coincide with step ends (the controllers see to it), so saved frames are the
+    scheme's own states: positive, conservative and well balanced to the last bit.
+    """
+
+    t0: Array
+    t1: Array
+    y0: object
+    y1: object
+
+    def evaluate(self, t0, t1=None, left=True):
+        del left
+        if t1 is not None:
+            return jax.tree.map(lambda a, b: a - b, self.evaluate(t1), self.evaluate(t0))
+        span = jnp.where(self.t1 > self.t0, self.t1 - self.t0, 1.0)
+        w = (t0 - self.t0) / span
+
+        def blend(a, b):
+            mid = a + (w * (b - a)).astype(a.dtype)
+            return jnp.where(t0 >= self.t1, b, jnp.where(t0 <= self.t0, a, mid))
+
+        return jax.tree.map(blend, self.y0, self.y1)
+
+
+def _unwrap(terms) -> ShallowWaterTerm:
+    # diffeqsolve wraps terms (for the time direction); we only integrate forwards.
+    while not isinstance(terms, ShallowWaterTerm):
+        terms = terms.term
+    return terms
+
+
+class AbstractSSPRK(diffrax.AbstractSolver):
+    """An explicit SSP Runge-Kutta scheme in Shu-Osher form over Euler stages.
+
+    ``stages`` lists ``(alpha, c)`` per stage after the first: the stage value is
+    ``alpha * y0 + (1 - alpha) * Euler(t0 + c dt, y_prev, dt)``.
+    """
+
+    term_structure: ClassVar = ShallowWaterTerm
+    interpolation_cls: ClassVar = EndpointLinearInterpolation
+    stages: eqx.AbstractClassVar[tuple[tuple[float, float], ...]]
+    scheme_order: eqx.AbstractClassVar[int]
+
+    def order(self, terms):
+        return self.scheme_order
+
+    def init(self, terms, t0, t1, y0, args):
+        return None
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        del solver_state, made_jump
+        dt = t1 - t0
+        terms = _unwrap(terms)
+        y = terms.euler(t0, y0, args, dt)
+        for alpha, c in self.stages:
+            e = terms.euler(t0 + c * dt, y, args, dt)
+            y = jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, y0, e)
+        dense_info = dict(y0=y0, y1=y)
+        return y, None, dense_info, None, RESULTS.successful
+
+    def func(self, terms, t0, y0, args):
+        return terms.vf(t0, y0, args)
+
+
+class ForwardEuler(AbstractSSPRK):
+    """First-order forward Euler (SSP with coefficient 1)."""
+
+    stages: ClassVar[tuple] = ()
+    scheme_order: ClassVar[int] = 1
+
+
+class SSPRK2(AbstractSSPRK):
+    """Second-order, two-stage SSP-RK (Heun's method in Shu-Osher form)."""
+
+    stages: ClassVar[tuple] = ((0.5, 1.0),)
+    scheme_order: ClassVar[int] = 2
+
+
+class SSPRK3(AbstractSSPRK):
+    """Third-order, three-stage SSP-RK of Shu & Osher (1988)."""
+
+    stages: ClassVar[tuple] = ((0.75, 1.0), (1.0 / 3.0, 0.5))
+    scheme_order: ClassVar[int] = 3
+
+
+INTEGRATORS = {"euler": ForwardEuler, "ssprk2": SSPRK2, "ssprk3": SSPRK3}
+
+
+class AbstractLandingController(diffrax.AbstractStepSizeController):
+    """Proposes ``dt`` and shortens steps to land exactly on the sorted ``stops``.
+
+    When the next stop is less than two steps away the remaining interval is halved rather
+    than leaving a sliver of a step.
+    """
+
+    stops: eqx.AbstractVar[Array]
+
+    @abc.abstractmethod
+    def proposed_dt(self, y) -> Array:
+        """The step the physics allows from state ``y``."""
+
+    def _next_t1(self, t, y):
+        dt = self.proposed_dt(y).astype(jnp.result_type(t))
+        idx = jnp.clip(jnp.searchsorted(self.stops, t, side="right"), 0, self.stops.size - 1)
+        stop = self.stops[idx]
+        remaining = stop - t
+        half = t + 0.5 * remaining
+        return jnp.where(remaining <= dt, stop, jnp.where(remaining < 2.0 * dt, half, t + dt))
+
+    def wrap(self, direction):
+        return self
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        return self._next_t1(t0, y0), None
+
+    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order,
+                        controller_state):
+        return True, t1, self._next_t1(t1, y1_candidate), False, None, RESULTS.successful
+
+
+class CFLController(AbstractLandingController):
+    """``dt = cfl * min(dx, dy) / max(|u| + sqrt(g h))`` over wet cells."""
+
+    model: ShallowWater
+    cfl: Array
+    stops: Array
+
+    def proposed_dt(self, y):
+        return self.model.stable_time_step(y, self.cfl)
+
+
+class FixedController(AbstractLandingController):
+    """A fixed ``dt`` (still shortened to land on output times)."""
+
+    dt: Array
+    stops: Array
+
+    def proposed_dt(self, y):
+        return self.dt
