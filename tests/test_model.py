@@ -1,0 +1,178 @@
+"""The discretisation: well-balance, conservation, positivity, symmetry, convergence."""
+
+import numpy as np
+import pytest
+
+import swe
+
+from .helpers import bumpy_bed, cell_average, periodic, simple_wave
+
+SCHEMES = {
+    "first_order": swe.FiniteVolume(riemann="hll", reconstruction="first_order"),
+    "muscl": swe.FiniteVolume(riemann="hllc", reconstruction="muscl", limiter="minmod"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_lake_at_rest_with_dry_island_stays_at_rest(name):
+    """500 steps over a bumpy bed with an emerged island: velocities stay at round-off."""
+    grid = swe.Grid(nx=40, ny=32, x=(0.0, 1.0), y=(0.0, 0.8))
+    bed = bumpy_bed(grid)
+    assert bed.max() > 0.5  # the island is dry
+    model = swe.ShallowWater(grid, bed=bed, scheme=SCHEMES[name])
+    s0 = swe.State.from_surface(model, eta=0.5)
+    dt = 0.4 * grid.dx / np.sqrt(9.81 * float(s0.h.max()))
+    r = swe.simulate(model, s0, t_end=500 * dt, dt=dt, save_at=[0.0, 250 * dt, 500 * dt])
+    assert int(r.num_steps) == 500
+    final = r.final
+    assert float(np.abs(final.hu).max()) < 1e-12
+    assert float(np.abs(final.hv).max()) < 1e-12
+    eta = np.asarray(final.h) + bed
+    wet = np.asarray(s0.h) > 0
+    assert np.abs(eta[wet] - 0.5).max() < 1e-12
+    assert np.all(np.asarray(final.h)[~wet] < 1e-12)
+
+
+def _closed_basin(nx, ny, scheme, seed=1):
+    grid = swe.Grid(nx=nx, ny=ny, x=(0.0, 1.0), y=(0.0, ny / nx))
+    X, Y = (np.asarray(a) for a in grid.cell_centers())
+    rng = np.random.default_rng(seed)
+    bed = bumpy_bed(grid)
+    eta = 0.45 + 0.1 * np.exp(-((X - 0.25) ** 2 + (Y - 0.5 * ny / nx) ** 2) / 0.005)
+    eta = eta + 0.01 * rng.standard_normal(eta.shape)
+    model = swe.ShallowWater(grid, bed=bed, scheme=scheme, friction=swe.Manning(0.02))
+    return model, swe.State.from_surface(model, eta=eta, u=0.3, v=-0.2)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_mass_is_conserved_in_closed_basin(name):
+    model, s0 = _closed_basin(48, 40, SCHEMES[name])
+    r = swe.simulate(model, s0, t_end=1.0, save_at=0.25)
+    m = np.asarray(r.mass())
+    assert int(r.num_steps) > 100
+    assert np.abs(m - m[0]).max() / m[0] < 1e-12
+    assert float(r.states.h.min()) >= 0.0
+
+
+def test_mass_is_conserved_with_periodic_boundaries():
+    grid = swe.Grid(nx=32, ny=24, x=(0.0, 1.0), y=(0.0, 0.75))
+    X, Y = (np.asarray(a) for a in grid.cell_centers())
+    model = swe.ShallowWater(grid, bed=bumpy_bed(grid), boundaries=periodic(),
+                             coriolis=swe.BetaPlane(f0=1.0, beta=0.5))
+    s0 = swe.State.from_surface(model, eta=0.6 + 0.05 * np.sin(2 * np.pi * X), u=0.5, v=0.2)
+    r = swe.simulate(model, s0, t_end=0.5)
+    m = np.asarray(r.mass())
+    assert np.abs(m[-1] - m[0]) / m[0] < 1e-12
+
+
+@pytest.mark.parametrize("dims", ["1d", "2d"])
+def test_depth_stays_non_negative_in_dry_bed_dam_break(dims):
+    if dims == "1d":
+        grid = swe.Grid(nx=200, ny=1, x=(0.0, 1000.0))
+        X, _ = grid.cell_centers()
+        wet = np.asarray(X) < 500.0
+    else:
+        grid = swe.Grid(nx=48, ny=48, x=(-1.0, 1.0), y=(-1.0, 1.0))
+        X, Y = (np.asarray(a) for a in grid.cell_centers())
+        wet = X**2 + Y**2 < 0.3**2
+    model = swe.ShallowWater(grid)
+    s0 = swe.State(h=np.where(wet, 10.0, 0.0), hu=0.0, hv=0.0)
+    # cfl=1 is past what the CFL condition alone keeps positive: the limiter must hold it.
+    for cfl in (0.45, 1.0):
+        r = swe.simulate(model, s0, t_end=20.0 if dims == "1d" else 0.2, save_at=[0.05, 0.1]
+                         if dims == "2d" else 5.0, cfl=cfl)
+        assert float(r.states.h.min()) >= 0.0
+        m = np.asarray(r.mass())
+        assert np.abs(m - float(s0.mass(grid))).max() / m[0] < 1e-12
+        assert np.all(np.isfinite(np.asarray(r.states.hu)))
+    if dims == "1d":
+        # Against Ritter's exact solution (relative L1 of h).
+        x = np.asarray(grid.xc)
+        c0, t = np.sqrt(9.81 * 10.0), 20.0
+        xi = (x - 500.0) / t
+        exact = np.where(xi < -c0, 10.0, np.where(xi < 2 * c0, (2 * c0 - xi) ** 2 / (9 * 9.81), 0.0))
+        h = np.asarray(r.final.h[0])
+        assert np.abs(h - exact).sum() / exact.sum() < 0.02
+
+
+def test_swapping_x_and_y_transposes_the_result():
+    nx, ny = 36, 28
+    bed = bumpy_bed(swe.Grid(nx=nx, ny=ny, x=(0.0, 1.0), y=(0.0, ny / nx)))
+    gA = swe.Grid(nx=nx, ny=ny, x=(0.0, 1.0), y=(0.0, ny / nx))
+    gB = swe.Grid(nx=ny, ny=nx, x=(0.0, ny / nx), y=(0.0, 1.0))
+    XA, YA = (np.asarray(a) for a in gA.cell_centers())
+    eta = 0.45 + 0.1 * np.exp(-((XA - 0.3) ** 2 + (YA - 0.4) ** 2) / 0.01)
+    bcA = swe.Boundaries(west=swe.Wall(), east=swe.Outflow(), south=swe.Stage(0.47),
+                         north=swe.Wall())
+    bcB = swe.Boundaries(south=swe.Wall(), north=swe.Outflow(), west=swe.Stage(0.47),
+                         east=swe.Wall())
+    physics = dict(friction=swe.Manning(0.03), scheme=SCHEMES["muscl"])
+    mA = swe.ShallowWater(gA, bed=bed, boundaries=bcA, **physics)
+    mB = swe.ShallowWater(gB, bed=bed.T, boundaries=bcB, **physics)
+    sA = swe.State.from_surface(mA, eta=eta, u=0.2, v=-0.1)
+    sB = swe.State.from_surface(mB, eta=eta.T, u=-0.1, v=0.2)
+    rA = swe.simulate(mA, sA, t_end=0.3)
+    rB = swe.simulate(mB, sB, t_end=0.3)
+    assert int(rA.num_steps) == int(rB.num_steps)
+    np.testing.assert_allclose(np.asarray(rB.final.h).T, rA.final.h, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(rB.final.hv).T, rA.final.hu, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(np.asarray(rB.final.hu).T, rA.final.hv, rtol=0, atol=1e-13)
+
+
+def test_radial_dam_break_is_symmetric():
+    grid = swe.Grid(nx=40, ny=40, x=(-1.0, 1.0), y=(-1.0, 1.0))
+    X, Y = (np.asarray(a) for a in grid.cell_centers())
+    model = swe.ShallowWater(grid, g=1.0)
+    s0 = swe.State(h=np.where(X**2 + Y**2 < 0.25, 2.0, 1.0), hu=0.0, hv=0.0)
+    h = np.asarray(swe.simulate(model, s0, t_end=0.5).final.h)
+    assert np.abs(h - h.T).max() < 1e-13
+    assert np.abs(h - h[::-1]).max() < 1e-13
+    assert np.abs(h - h[:, ::-1]).max() < 1e-13
+
+
+def _simple_wave_error(n, scheme, integrator, dims, eps=0.1):
+    wavelength = 1.0 if dims == 1 else 1.0 / np.sqrt(2.0)
+    if dims == 1:
+        grid = swe.Grid(nx=n, ny=1, x=(0.0, 1.0))
+    else:
+        grid = swe.Grid(nx=n, ny=n, x=(0.0, 1.0), y=(0.0, 1.0))
+    X, Y = (np.asarray(a) for a in grid.cell_centers())
+    model = swe.ShallowWater(grid, boundaries=periodic(), scheme=scheme)
+
+    def field(t, which):
+        def fn(x, y):
+            s = x if dims == 1 else (x + y) / np.sqrt(2.0)
+            h, u = simple_wave(s, t, wavelength=wavelength, eps=eps)
+            return {"h": h, "hu": h * u if dims == 1 else h * u / np.sqrt(2.0)}[which]
+        return cell_average(fn, X, Y, grid.dx, grid.dy)
+
+    hu0 = field(0.0, "hu")
+    s0 = swe.State(h=field(0.0, "h"), hu=hu0, hv=0.0 if dims == 1 else hu0)
+    t_end = 0.2
+    h = np.asarray(swe.simulate(model, s0, t_end=t_end, cfl=0.4,
+                                integrator=integrator).final.h)
+    exact = field(t_end, "h")
+    return np.abs(h - exact).sum() / np.abs(exact).sum()
+
+
+def _order(ns, errors):
+    return -np.polyfit(np.log(ns), np.log(errors), 1)[0]
+
+
+@pytest.mark.parametrize(
+    "scheme,integrator,ns,dims,eps,minimum",
+    [
+        (SCHEMES["first_order"], "ssprk2", [100, 200, 400, 800], 1, 0.1, 0.9),
+        (SCHEMES["muscl"], "ssprk2", [50, 100, 200, 400], 1, 0.1, 1.8),
+        (swe.FiniteVolume(reconstruction="muscl", limiter="vanleer"), "ssprk3",
+         [50, 100, 200, 400], 1, 0.1, 1.8),
+        (swe.FiniteVolume(reconstruction="muscl", limiter="vanleer"), "ssprk2",
+         [32, 64, 128], 2, 0.02, 1.8),
+    ],
+    ids=["first-order", "muscl-minmod", "muscl-vanleer-rk3", "muscl-vanleer-2d-diagonal"],
+)
+def test_convergence_order_on_smooth_simple_wave(scheme, integrator, ns, dims, eps, minimum):
+    """Observed L1 order of h, the fitted slope of log(error) against log(dx)."""
+    errors = [_simple_wave_error(n, scheme, integrator, dims, eps) for n in ns]
+    assert all(a > b for a, b in zip(errors, errors[1:]))
+    assert _order(ns, errors) >= minimum, errors
