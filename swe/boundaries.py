@@ -113,7 +113,8 @@ class Inflow(AbstractBoundary):
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
         q = _edge_value(self.discharge, t, axis)
         h_edge = edge[0]
-        h_crit = jnp.cbrt(q * q / g)
+        qq = q * q / g
+        h_crit = jnp.where(qq > 0.0, jnp.cbrt(jnp.where(qq > 0.0, qq, 1.0)), 0.0)
         h = jnp.maximum(h_edge, h_crit)
         qn = jnp.broadcast_to(-side * q, h.shape)
         return h, qn, jnp.zeros_like(h)

@@ -58,25 +58,40 @@ def check_positive_int(name: str, value, minimum: int = 1) -> int:
 
 def check_finite_scalar(name: str, value, *, lower=None, upper=None, lower_open=False,
                         upper_open=False):
-    """Checks a (possibly traced) scalar; returns it as a JAX array."""
-    if value is None or isinstance(value, (str, bool)):
+    """Checks a scalar against an interval.
+
+    Python and NumPy numbers come back as ``float``; JAX arrays (possibly tracers, which are
+    not inspected) come back as they are.
+    """
+    if value is None or isinstance(value, (str, bool)) or callable(value):
         raise ValueError(f"{name}={value!r} is invalid; expected a finite real number")
-    arr = jnp.asarray(value)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got {_describe(value)}")
-    if is_concrete(arr):
-        v = float(arr)
-        ok = math.isfinite(v)
-        if lower is not None:
-            ok = ok and (v > lower if lower_open else v >= lower)
-        if upper is not None:
-            ok = ok and (v < upper if upper_open else v <= upper)
-        if not ok:
-            lo = "-inf" if lower is None else f"{lower}"
-            hi = "inf" if upper is None else f"{upper}"
-            interval = f"{'(' if lower_open or lower is None else '['}{lo}, {hi}{')' if upper_open or upper is None else ']'}"
-            raise ValueError(f"{name}={v!r} is invalid; expected a finite number in {interval}")
-    return arr
+    if isinstance(value, jax.Array):
+        if value.ndim != 0:
+            raise ValueError(f"{name} must be a scalar, got {_describe(value)}")
+        if not is_concrete(value):
+            return value
+        v = float(value)
+        out = value
+    else:
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}={value!r} is invalid; expected a finite real number")
+        if arr.ndim != 0:
+            raise ValueError(f"{name} must be a scalar, got {_describe(value)}")
+        v = out = float(arr)
+    ok = math.isfinite(v)
+    if lower is not None:
+        ok = ok and (v > lower if lower_open else v >= lower)
+    if upper is not None:
+        ok = ok and (v < upper if upper_open else v <= upper)
+    if not ok:
+        lo = "-inf" if lower is None else f"{lower}"
+        hi = "inf" if upper is None else f"{upper}"
+        left = "(" if lower_open or lower is None else "["
+        right = ")" if upper_open or upper is None else "]"
+        raise ValueError(f"{name}={v!r} is invalid; expected a finite number in {left}{lo}, {hi}{right}")
+    return out
 
 
 def check_field(name: str, value, shape: tuple[int, int], *, nonnegative: bool = False,

@@ -19,7 +19,7 @@ from .grid import Grid
 from .reconstruction import LIMITERS, RECONSTRUCTIONS, face_values, hydrostatic_reconstruction
 from .riemann import RIEMANN_SOLVERS
 from .sources import AbstractFriction, AbstractMassSource, BetaPlane, WindStress
-from .state import State, desingularised_velocity
+from .state import State, desingularised_velocity, safe_sqrt
 
 
 class FiniteVolume(eqx.Module):
@@ -112,7 +112,7 @@ class ShallowWater(eqx.Module):
             raise ValueError(f"grid={grid!r} is invalid; expected a swe.Grid")
         self.grid = grid
         self.bed = jnp.broadcast_to(check_field("bed", bed, grid.shape), grid.shape)
-        self.g = check_finite_scalar("g", g, lower=0.0, lower_open=True)
+        self.g = jnp.asarray(check_finite_scalar("g", g, lower=0.0, lower_open=True))
         if friction is not None and not isinstance(friction, AbstractFriction):
             raise ValueError(f"friction={friction!r} is invalid; expected None, swe.Manning(n), "
                              "swe.Chezy(C) or swe.LinearDrag(r)")
@@ -141,7 +141,7 @@ class ShallowWater(eqx.Module):
         if not isinstance(scheme, FiniteVolume):
             raise ValueError(f"scheme={scheme!r} is invalid; expected swe.FiniteVolume(...)")
         self.scheme = scheme
-        self.h_dry = check_finite_scalar("h_dry", h_dry, lower=0.0, lower_open=True)
+        self.h_dry = jnp.asarray(check_finite_scalar("h_dry", h_dry, lower=0.0, lower_open=True))
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -265,7 +265,7 @@ class ShallowWater(eqx.Module):
     def _friction_rate(self, h, state: State):
         u = desingularised_velocity(state.h, state.hu, self.h_dry)
         v = desingularised_velocity(state.h, state.hv, self.h_dry)
-        return self.friction.decay_rate(h, jnp.sqrt(u * u + v * v), self.g, self.h_dry)
+        return self.friction.decay_rate(h, safe_sqrt(u * u + v * v), self.g, self.h_dry)
 
     def _positivity_scale(self, fluxes: dict[int, Fluxes], h, dt):
         """Per-interface factors in (0, 1] so that no cell loses more water than it holds.
@@ -320,7 +320,7 @@ class ShallowWater(eqx.Module):
         """``max(|u| + sqrt(g h), |v| + sqrt(g h))`` over cells deeper than ``h_dry``."""
         u = desingularised_velocity(state.h, state.hu, self.h_dry)
         v = desingularised_velocity(state.h, state.hv, self.h_dry)
-        c = jnp.sqrt(self.g * state.h)
+        c = safe_sqrt(self.g * state.h)
         speed = jnp.maximum(jnp.abs(u), jnp.abs(v)) + c
         return jnp.max(jnp.where(state.h > self.h_dry, speed, 0.0))
 

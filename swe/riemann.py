@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .state import safe_sqrt
+
 
 def physical_flux(h, un, ut, g):
     """Exact normal flux ``(h un, h un^2 + g h^2 / 2, h un ut)``."""
@@ -28,8 +30,8 @@ def wave_speeds(hL, uL, hR, uR, g):
     Two-rarefaction estimates for wet-wet states and the exact dry-front speeds
     ``u -+ 2c`` when one side is dry. Both zero when both sides are dry.
     """
-    cL = jnp.sqrt(g * hL)
-    cR = jnp.sqrt(g * hR)
+    cL = safe_sqrt(g * hL)
+    cR = safe_sqrt(g * hR)
     u_star = 0.5 * (uL + uR) + cL - cR
     c_star = 0.5 * (cL + cR) + 0.25 * (uL - uR)
     left_dry = hL <= 0.0

@@ -150,7 +150,7 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     integrator = check_choice("integrator", integrator, INTEGRATORS)
     t0 = float(check_finite_scalar("t0", t0))
     t_end = float(check_finite_scalar("t_end", t_end, lower=t0, lower_open=True))
-    cfl_arr = check_finite_scalar("cfl", cfl, lower=0.0, upper=1.0, lower_open=True)
+    cfl = check_finite_scalar("cfl", cfl, lower=0.0, upper=1.0, lower_open=True)
     if dt is not None:
         dt = check_finite_scalar("dt", dt, lower=0.0, lower_open=True)
     if max_steps is not None:
@@ -183,8 +183,8 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     start = _time.perf_counter()
     ts, ys, result, num_steps = _solve(
         model, state0, jnp.asarray(stops, dtype), jnp.asarray(times, dtype),
-        jnp.asarray(t0, dtype), jnp.asarray(t_end, dtype), cfl_arr.astype(dtype),
-        None if dt is None else dt.astype(dtype), jnp.asarray(dt_min, dtype), integrator,
+        jnp.asarray(t0, dtype), jnp.asarray(t_end, dtype), jnp.asarray(cfl, dtype),
+        None if dt is None else jnp.asarray(dt, dtype), jnp.asarray(dt_min, dtype), integrator,
         max_steps, checkpoints)
     failed = result != diffrax.RESULTS.successful
     if is_concrete(failed):
@@ -198,10 +198,15 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
                           "the time step collapsed) or hit max_steps; rerun outside jit/grad "
                           "to see the simulated time and step")
     n = times.size
-    settings = dict(integrator=integrator, cfl=float(cfl) if dt is None else None,
-                    dt=None if dt is None else float(dt), dtype=str(dtype), t0=t0, t_end=t_end)
+    settings = dict(integrator=integrator, cfl=_number(cfl) if dt is None else None,
+                    dt=None if dt is None else _number(dt), dtype=str(dtype), t0=t0,
+                    t_end=t_end)
     return Result(model=model, times=ts[:n], states=jax.tree.map(lambda x: x[:n], ys),
                   num_steps=num_steps, wall_time=wall, settings=settings)
+
+
+def _number(x):
+    return float(x) if is_concrete(x) else None
 
 
 def _raise_failure(result, ts, ys, num_steps, max_steps):

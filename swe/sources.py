@@ -115,8 +115,8 @@ class BetaPlane(eqx.Module):
     y0: float | None = eqx.field(static=True)
 
     def __init__(self, f0, beta=0.0, y0=None):
-        self.f0 = check_finite_scalar("f0", f0)
-        self.beta = check_finite_scalar("beta", beta)
+        self.f0 = jnp.asarray(check_finite_scalar("f0", f0))
+        self.beta = jnp.asarray(check_finite_scalar("beta", beta))
         self.y0 = None if y0 is None else float(check_finite_scalar("y0", y0))
 
     def parameter(self, grid):
@@ -146,7 +146,8 @@ class WindStress(eqx.Module):
     def __init__(self, tau_x=0.0, tau_y=0.0, rho_water=1000.0):
         self.tau_x = tau_x if callable(tau_x) else _field_or_scalar("tau_x", tau_x)
         self.tau_y = tau_y if callable(tau_y) else _field_or_scalar("tau_y", tau_y)
-        self.rho_water = check_finite_scalar("rho_water", rho_water, lower=0.0, lower_open=True)
+        self.rho_water = jnp.asarray(
+            check_finite_scalar("rho_water", rho_water, lower=0.0, lower_open=True))
 
     def with_shape(self, shape):
         return WindStress(
@@ -215,8 +216,8 @@ class PointSource(AbstractMassSource):
     def __init__(self, x, y, discharge):
         self.x = float(check_finite_scalar("x", x))
         self.y = float(check_finite_scalar("y", y))
-        self.discharge = discharge if callable(discharge) else check_finite_scalar(
-            "discharge", discharge)
+        self.discharge = discharge if callable(discharge) else jnp.asarray(
+            check_finite_scalar("discharge", discharge))
 
     def rate(self, t, grid):
         j, i = grid.cell_index(self.x, self.y)

@@ -15,6 +15,16 @@ if TYPE_CHECKING:
     from .model import ShallowWater
 
 
+def safe_sqrt(x):
+    """``sqrt(max(x, 0))`` whose derivative is 0, not inf, at 0.
+
+    Dry cells have ``h = 0``; a bare ``sqrt(g h)`` there would turn reverse-mode gradients
+    into NaN (0 * inf) even where the result is masked out.
+    """
+    pos = x > 0.0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
 def desingularised_velocity(h, q, h_dry):
     """``q / h`` made safe in thin layers (Kurganov & Petrova 2007, eq. 2.17).
 
