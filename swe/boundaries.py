@@ -25,7 +25,7 @@ import numpy as np
 from jax import lax
 
 from .errors import is_concrete
-from .state import desingularised_velocity
+from .state import desingularised_velocity, safe_sqrt
 
 SIDES = ("west", "east", "south", "north")
 
@@ -96,12 +96,26 @@ class Periodic(AbstractBoundary):
         raise AssertionError("periodic ghosts are filled by wrapping, not per side")
 
 
+def _outgoing_invariant(edge, side, g, h_dry):
+    """``w + 2c`` of the edge cell, with ``w`` the outward normal velocity.
+
+    It rides the characteristic that leaves the domain, so in subcritical flow the ghost
+    state must share it: the boundary then only imposes what the incoming wave carries.
+    """
+    h_e, qn_e, _ = edge
+    w = side * desingularised_velocity(h_e, qn_e, h_dry)
+    return w + 2.0 * safe_sqrt(g * h_e)
+
+
 class Inflow(AbstractBoundary):
     """Prescribed inflow discharge per unit width ``discharge`` (m^2/s, >= 0 into the domain).
 
-    The ghost depth is the larger of the edge depth and the critical depth
-    ``(q^2/g)^(1/3)``, so water enters a dry edge too; the tangential flow is zero.
-    ``discharge`` is a number, a 1-D array along the edge, or a function of ``t``.
+    Characteristic (subcritical) condition: the ghost depth ``h_b`` solves
+    ``2 sqrt(g h_b) - q / h_b = w + 2c`` (the outgoing Riemann invariant of the edge cell),
+    and the ghost discharge is ``q``; so the Riemann problem at the boundary face returns
+    the ghost state itself and the flux into the domain is ``q``. A dry edge gets
+    ``h_b = (q^2 / 4g)^(1/3)``. ``discharge`` is a number, a 1-D array along the edge, or a
+    function of ``t``.
     """
 
     discharge: object
@@ -111,11 +125,20 @@ class Inflow(AbstractBoundary):
         self.discharge = _check_edge_value("discharge", discharge)
 
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
-        q = _edge_value(self.discharge, t, axis)
-        h_edge = edge[0]
+        q = jnp.maximum(_edge_value(self.discharge, t, axis), 0.0)
+        invariant = _outgoing_invariant(edge, side, g, h_dry)
         qq = q * q / g
-        h_crit = jnp.where(qq > 0.0, jnp.cbrt(jnp.where(qq > 0.0, qq, 1.0)), 0.0)
-        h = jnp.maximum(h_edge, h_crit)
+        h = jnp.maximum(edge[0], jnp.where(qq > 0.0, jnp.cbrt(jnp.where(qq > 0.0, qq, 1.0)), 0.0))
+        h = jnp.maximum(h, h_dry)
+        # Newton on f(h) = 2 sqrt(g h) - q/h - R, increasing and concave: from the left it
+        # converges monotonically; the 0.1 h floor keeps a first overshoot positive.
+        def newton(_, h):
+            c = jnp.sqrt(g * h)
+            f = 2.0 * c - q / h - invariant
+            df = c / h + q / (h * h)
+            return jnp.maximum(h - f / df, 0.1 * h)
+
+        h = lax.fori_loop(0, 12, newton, h)
         qn = jnp.broadcast_to(-side * q, h.shape)
         return h, qn, jnp.zeros_like(h)
 
@@ -123,8 +146,10 @@ class Inflow(AbstractBoundary):
 class Stage(AbstractBoundary):
     """Prescribed surface elevation ``eta`` (m): a tide, a lake, a downstream level.
 
-    Ghost depth is ``max(eta - bed, 0)``; the velocity is extrapolated from the edge cell.
-    ``eta`` is a number, a 1-D array along the edge, or a function of ``t``.
+    Characteristic (subcritical) condition: ghost depth ``max(eta - bed, 0)``, and the
+    outward velocity ``w_b = w + 2c - 2 sqrt(g h_b)`` keeps the edge cell's outgoing Riemann
+    invariant; the tangential velocity is extrapolated. ``eta`` is a number, a 1-D array along
+    the edge, or a function of ``t``.
     """
 
     eta: object
@@ -135,11 +160,11 @@ class Stage(AbstractBoundary):
 
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
         eta = _edge_value(self.eta, t, axis)
-        h_e, qn_e, qt_e = edge
+        h_e, _, qt_e = edge
         h = jnp.maximum(eta - bed_ghost, 0.0)
-        un = desingularised_velocity(h_e, qn_e, h_dry)
+        w = _outgoing_invariant(edge, side, g, h_dry) - 2.0 * safe_sqrt(g * h)
         ut = desingularised_velocity(h_e, qt_e, h_dry)
-        return h, h * un, h * ut
+        return h, h * side * w, h * ut
 
 
 class Boundaries(eqx.Module):
@@ -212,12 +237,12 @@ def pad_bed(bed, boundaries: Boundaries, axis: int, ng: int):
     return jnp.concatenate([parts[0], bed, parts[1]], axis=axis)
 
 
-def fill_halo(h, qn, qt, bed_padded, boundaries: Boundaries, *, axis: int, ng: int, t, g,
-              h_dry):
-    """``(h, q_normal, q_tangential)`` padded with ``ng`` ghost cells along ``axis``.
+def ghost_cells(h, qn, qt, bed_padded, boundaries: Boundaries, *, axis: int, ng: int, t, g,
+                h_dry):
+    """The ``ng`` ghost cells on the low and high ends of ``axis``, in placement order.
 
-    ``bed_padded`` is :func:`pad_bed`'s output for the same axis. Ghosts are produced in
-    outward order (nearest the face first) and flipped into place on the low side.
+    Each is a tuple ``(h, q_normal, q_tangential)``. Ghosts are produced in outward order
+    (nearest the face first) and flipped into place on the low side.
     """
     n = h.shape[axis]
     lo_bc, hi_bc = boundaries.pair(axis)
@@ -225,19 +250,29 @@ def fill_halo(h, qn, qt, bed_padded, boundaries: Boundaries, *, axis: int, ng: i
     if isinstance(lo_bc, Periodic):
         lo = tuple(_take(f, n - ng, n, axis) for f in fields)
         hi = tuple(_take(f, 0, ng, axis) for f in fields)
-    else:
-        out = []
-        for bc, side in ((lo_bc, -1), (hi_bc, 1)):
-            if side < 0:
-                mirror = tuple(_take(f, 0, ng, axis) for f in fields)
-                edge = tuple(jnp.repeat(_take(f, 0, 1, axis), ng, axis=axis) for f in fields)
-                bed_ghost = jnp.flip(_take(bed_padded, 0, ng, axis), axis)
-            else:
-                mirror = tuple(jnp.flip(_take(f, n - ng, n, axis), axis) for f in fields)
-                edge = tuple(jnp.repeat(_take(f, n - 1, n, axis), ng, axis=axis) for f in fields)
-                bed_ghost = _take(bed_padded, n + ng, n + 2 * ng, axis)
-            ghost = bc.ghosts(mirror, edge, bed_ghost, t, side, axis, g, h_dry)
-            ghost = tuple(jnp.broadcast_to(x, mirror[0].shape).astype(h.dtype) for x in ghost)
-            out.append(tuple(jnp.flip(x, axis) for x in ghost) if side < 0 else ghost)
-        lo, hi = out
-    return tuple(jnp.concatenate([a, f, b], axis=axis) for a, f, b in zip(lo, fields, hi))
+        return lo, hi
+    out = []
+    for bc, side in ((lo_bc, -1), (hi_bc, 1)):
+        if side < 0:
+            mirror = tuple(_take(f, 0, ng, axis) for f in fields)
+            edge = tuple(jnp.repeat(_take(f, 0, 1, axis), ng, axis=axis) for f in fields)
+            bed_ghost = jnp.flip(_take(bed_padded, 0, ng, axis), axis)
+        else:
+            mirror = tuple(jnp.flip(_take(f, n - ng, n, axis), axis) for f in fields)
+            edge = tuple(jnp.repeat(_take(f, n - 1, n, axis), ng, axis=axis) for f in fields)
+            bed_ghost = _take(bed_padded, n + ng, n + 2 * ng, axis)
+        ghost = bc.ghosts(mirror, edge, bed_ghost, t, side, axis, g, h_dry)
+        ghost = tuple(jnp.broadcast_to(x, mirror[0].shape).astype(h.dtype) for x in ghost)
+        out.append(tuple(jnp.flip(x, axis) for x in ghost) if side < 0 else ghost)
+    return tuple(out)
+
+
+def fill_halo(h, qn, qt, bed_padded, boundaries: Boundaries, *, axis: int, ng: int, t, g,
+              h_dry):
+    """``(h, q_normal, q_tangential)`` padded with ``ng`` ghost cells along ``axis``.
+
+    ``bed_padded`` is :func:`pad_bed`'s output for the same axis.
+    """
+    lo, hi = ghost_cells(h, qn, qt, bed_padded, boundaries, axis=axis, ng=ng, t=t, g=g,
+                         h_dry=h_dry)
+    return tuple(jnp.concatenate([a, f, b], axis=axis) for a, f, b in zip(lo, (h, qn, qt), hi))

@@ -7,13 +7,14 @@ sources, friction); a term that is absent is not traced, so it costs nothing.
 from __future__ import annotations
 
 import functools
+import math
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .boundaries import Boundaries, Outflow, Periodic, Wall, fill_halo, pad_bed
+from .boundaries import Boundaries, Outflow, Periodic, Wall, fill_halo, ghost_cells, pad_bed
 from .errors import check_choice, check_field, check_finite_scalar
 from .grid import Grid
 from .reconstruction import LIMITERS, RECONSTRUCTIONS, face_values, hydrostatic_reconstruction
@@ -316,17 +317,46 @@ class ShallowWater(eqx.Module):
         dry = h <= 0.0
         return State(h=h, hu=jnp.where(dry, 0.0, hu), hv=jnp.where(dry, 0.0, hv))
 
-    def max_wave_speed(self, state: State) -> Array:
-        """``max(|u| + sqrt(g h), |v| + sqrt(g h))`` over cells deeper than ``h_dry``."""
-        u = desingularised_velocity(state.h, state.hu, self.h_dry)
-        v = desingularised_velocity(state.h, state.hv, self.h_dry)
-        c = safe_sqrt(self.g * state.h)
-        speed = jnp.maximum(jnp.abs(u), jnp.abs(v)) + c
-        return jnp.max(jnp.where(state.h > self.h_dry, speed, 0.0))
+    def _wave_speed(self, h, qn, qt):
+        un = desingularised_velocity(h, qn, self.h_dry)
+        ut = desingularised_velocity(h, qt, self.h_dry)
+        speed = jnp.maximum(jnp.abs(un), jnp.abs(ut)) + safe_sqrt(self.g * h)
+        # NaN depth fails the comparison and keeps its NaN speed: the max then shows it.
+        return jnp.max(jnp.where(h <= self.h_dry, 0.0, speed))
 
-    def stable_time_step(self, state: State, cfl) -> Array:
-        """``cfl * min(dx, dy) / max(|u| + sqrt(g h))``; infinite on a dry domain."""
+    def max_wave_speed(self, state: State) -> Array:
+        """``max(|u|, |v|) + sqrt(g h)`` over cells deeper than ``h_dry`` (NaN if any is)."""
+        return self._wave_speed(state.h, state.hu, state.hv)
+
+    def boundary_wave_speed(self, t, state: State, beds) -> Array:
+        """The same over the ghost cells: water an inflow or a stage is about to bring in."""
+        speeds = [jnp.zeros((), state.h.dtype)]
+        for axis, bed_padded in beds.items():
+            qn, qt = (state.hu, state.hv) if axis == 1 else (state.hv, state.hu)
+            if all(isinstance(bc, (Wall, Outflow, Periodic)) for bc in self.boundaries.pair(axis)):
+                continue  # their ghosts copy interior cells, already counted
+            lo, hi = ghost_cells(state.h, qn, qt, _trim(bed_padded, axis, self.scheme.ghost_cells),
+                                 self.boundaries, axis=axis, ng=1, t=t, g=self.g, h_dry=self.h_dry)
+            speeds += [self._wave_speed(*lo), self._wave_speed(*hi)]
+        return functools.reduce(jnp.maximum, speeds)
+
+    def stable_time_step(self, state: State, cfl, t=None, beds=None) -> Array:
+        """``cfl * min(dx, dy) / max(|u| + sqrt(g h))``; infinite on a dry domain.
+
+        With ``t`` and ``beds`` the ghost cells count too, so that water entering through an
+        inflow or a stage boundary limits the step before it reaches the first cell.
+        """
         a = self.max_wave_speed(state)
-        spacing = min(self.grid.dx, self.grid.dy) if len(self._sweeps()) == 2 else (
-            self.grid.dx if self._sweeps() == (1,) else self.grid.dy)
+        if beds is not None:
+            a = jnp.maximum(a, self.boundary_wave_speed(t, state, beds))
+        sweeps = self._sweeps()
+        spacing = min(self.grid.dx if 1 in sweeps else math.inf,
+                      self.grid.dy if 0 in sweeps else math.inf)
+        spacing = min(self.grid.dx, self.grid.dy) if math.isinf(spacing) else spacing
         return jnp.where(a > 0.0, cfl * spacing / jnp.where(a > 0.0, a, 1.0), jnp.inf)
+
+
+def _trim(bed_padded, axis, ng):
+    """A bed padded with ``ng`` ghosts, cut to one ghost on each side."""
+    n = bed_padded.shape[axis]
+    return jax.lax.slice_in_dim(bed_padded, ng - 1, n - ng + 1, axis=axis)

@@ -93,14 +93,16 @@ def _cast(tree, dtype):
 
 
 @eqx.filter_jit
-def _solve(model, state0, stops, save_ts, t0, t_end, cfl, dt, dt_min, integrator, max_steps,
-           checkpoints):
+def _solve(model, state0, stops, save_ts, t0, t_end, cfl, dt, dt_min, dt_max, integrator,
+           max_steps, checkpoints):
+    dt_dry = jnp.minimum((t_end - t0) / 100, dt_max)
     term = ShallowWaterTerm(model)
     solver = INTEGRATORS[integrator]()
     if dt is None:
-        controller = CFLController(model=model, cfl=cfl, stops=stops)
+        controller = CFLController(model=model, cfl=cfl, stops=stops, dt_max=dt_max,
+                                   dt_dry=dt_dry)
     else:
-        controller = FixedController(dt=dt, stops=stops)
+        controller = FixedController(dt=dt, stops=stops, dt_max=dt_max, dt_dry=dt_dry)
 
     def blew_up(t, y, args, **kwargs):
         # NaN anywhere in h, or in the velocity of a wet cell, makes the max NaN.
@@ -124,7 +126,7 @@ def _solve(model, state0, stops, save_ts, t0, t_end, cfl, dt, dt_min, integrator
 
 def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=0.45,
              dt=None, integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
-             checkpoints: int = 64, dt_min=None) -> Result:
+             checkpoints: int = 64, dt_min=None, dt_max=None) -> Result:
     """Integrate ``model`` from ``state0`` at ``t0`` to ``t_end`` (seconds).
 
     * ``save_at``: an output interval (s) or a sequence of output times in ``[t0, t_end]``;
@@ -140,6 +142,8 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     * ``checkpoints``: states kept for reverse-mode gradients (memory does not grow with
       the number of steps: recursive checkpointing recomputes instead).
     * ``dt_min``: a CFL step below this (default ``1e-9 (t_end - t0)``) means the run blew up.
+    * ``dt_max``: the longest step (default: no limit). While the whole domain is dry the
+      step is ``min(dt_max, (t_end - t0) / 100)``.
 
     Raises ``ValueError`` for bad arguments and :class:`SimulationError` (with the simulated
     time and step) if the state becomes NaN/inf or the step collapses. Under ``jax.jit`` or
@@ -178,13 +182,17 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     dt_min = 1e-9 * (t_end - t0) if dt_min is None else float(
         check_finite_scalar("dt_min", dt_min, lower=0.0))
 
+    dt_max = math.inf if dt_max is None else float(
+        check_finite_scalar("dt_max", dt_max, lower=0.0, lower_open=True))
+
     model = _cast(model, dtype)
     state0 = _cast(state0, dtype)
     start = _time.perf_counter()
     ts, ys, result, num_steps = _solve(
         model, state0, jnp.asarray(stops, dtype), jnp.asarray(times, dtype),
         jnp.asarray(t0, dtype), jnp.asarray(t_end, dtype), jnp.asarray(cfl, dtype),
-        None if dt is None else jnp.asarray(dt, dtype), jnp.asarray(dt_min, dtype), integrator,
+        None if dt is None else jnp.asarray(dt, dtype), jnp.asarray(dt_min, dtype),
+        jnp.asarray(dt_max, dtype), integrator,
         max_steps, checkpoints)
     failed = result != diffrax.RESULTS.successful
     if is_concrete(failed):
@@ -211,13 +219,15 @@ def _number(x):
 
 def _raise_failure(result, ts, ys, num_steps, max_steps):
     step = int(num_steps)
-    t_fail = float(ts[-1])
+    ts = np.asarray(ts)
+    # Saved frames come first, then the time the solve stopped, then unused (inf) slots.
+    t_fail = float(ts[np.isfinite(ts)][-1])
     if result == diffrax.RESULTS.max_steps_reached:
         raise SimulationError(
             f"the run stopped at max_steps={max_steps} at t={t_fail:.6g} s before reaching "
             "t_end; raise max_steps (or pass max_steps=None)", time=t_fail, step=step)
     if result == diffrax.RESULTS.event_occurred:
-        last = jax.tree.map(lambda x: x[-1], ys)
+        last = jax.tree.map(lambda x: x[np.isfinite(ts).sum() - 1], ys)
         finite = all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(last))
         why = ("the time step collapsed below dt_min (velocities exploded)" if finite
                else "NaN or inf appeared in the state")

@@ -137,17 +137,22 @@ class AbstractLandingController(diffrax.AbstractStepSizeController):
     """Proposes ``dt`` and shortens steps to land exactly on the sorted ``stops``.
 
     When the next stop is less than two steps away the remaining interval is halved rather
-    than leaving a sliver of a step.
+    than leaving a sliver of a step. No step exceeds ``dt_max``; while the domain is dry (no
+    wave speed bounds the step, yet rain may be falling) the step is ``dt_dry``.
     """
 
     stops: eqx.AbstractVar[Array]
+    dt_max: eqx.AbstractVar[Array]
+    dt_dry: eqx.AbstractVar[Array]
 
     @abc.abstractmethod
-    def proposed_dt(self, y) -> Array:
-        """The step the physics allows from state ``y``."""
+    def proposed_dt(self, t, y, args) -> Array:
+        """The step the physics allows from state ``y`` at time ``t``."""
 
-    def _next_t1(self, t, y):
-        dt = self.proposed_dt(y).astype(jnp.result_type(t))
+    def _next_t1(self, t, y, args):
+        dt = self.proposed_dt(t, y, args)
+        dt = jnp.where(jnp.isfinite(dt), dt, self.dt_dry)
+        dt = jnp.minimum(dt, self.dt_max).astype(jnp.result_type(t))
         idx = jnp.clip(jnp.searchsorted(self.stops, t, side="right"), 0, self.stops.size - 1)
         stop = self.stops[idx]
         remaining = stop - t
@@ -158,11 +163,11 @@ class AbstractLandingController(diffrax.AbstractStepSizeController):
         return self
 
     def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
-        return self._next_t1(t0, y0), None
+        return self._next_t1(t0, y0, args), None
 
     def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order,
                         controller_state):
-        return True, t1, self._next_t1(t1, y1_candidate), False, None, RESULTS.successful
+        return True, t1, self._next_t1(t1, y1_candidate, args), False, None, RESULTS.successful
 
 
 class CFLController(AbstractLandingController):
@@ -171,9 +176,11 @@ class CFLController(AbstractLandingController):
     model: ShallowWater
     cfl: Array
     stops: Array
+    dt_max: Array
+    dt_dry: Array
 
-    def proposed_dt(self, y):
-        return self.model.stable_time_step(y, self.cfl)
+    def proposed_dt(self, t, y, args):
+        return self.model.stable_time_step(y, self.cfl, t, args)
 
 
 class FixedController(AbstractLandingController):
@@ -181,6 +188,8 @@ class FixedController(AbstractLandingController):
 
     dt: Array
     stops: Array
+    dt_max: Array
+    dt_dry: Array
 
-    def proposed_dt(self, y):
+    def proposed_dt(self, t, y, args):
         return self.dt

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from swe.riemann import RIEMANN_SOLVERS, physical_flux
 
 G = 9.81
-depth = st.floats(0.0, 50.0)
+# Dry, or at least a micron: XLA flushes subnormal depths to zero in some ops only.
+depth = st.one_of(st.just(0.0), st.floats(1e-6, 50.0))
 vel = st.floats(-20.0, 20.0)
 
 

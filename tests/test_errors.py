@@ -1,0 +1,63 @@
+"""Bad input: a ValueError naming the argument, the bad value and what is accepted."""
+
+import numpy as np
+import pytest
+
+import swe
+
+GRID = swe.Grid(nx=8, ny=6, x=(0.0, 8.0), y=(0.0, 6.0))
+
+
+def _model(**kw):
+    return swe.ShallowWater(GRID, **kw)
+
+
+def _state():
+    return swe.State(h=np.ones((6, 8)), hu=0.0, hv=0.0)
+
+
+@pytest.mark.parametrize(
+    "build,match",
+    [
+        (lambda: swe.State(h=-np.ones((6, 8)), hu=0.0, hv=0.0), r"h has a negative value -1\.0.*>= 0"),
+        (lambda: swe.simulate(_model(), swe.State(h=np.full((6, 8), np.nan), hu=0.0, hv=0.0), 1.0),
+         r"h contains NaN or inf"),
+        (lambda: swe.simulate(_model(), swe.State(h=np.ones((6, 8)), hu=np.inf, hv=0.0), 1.0),
+         r"hu contains NaN or inf"),
+        (lambda: _model(bed=np.full((6, 8), np.inf)), r"bed contains NaN or inf"),
+        (lambda: _model(g=np.nan), r"g=nan is invalid; expected a finite number in \(0.0, inf\)"),
+        (lambda: _model(friction=swe.Manning(np.nan)), r"n contains NaN or inf"),
+        (lambda: _model(bed=np.zeros((8, 6))), r"bed has shape \(8, 6\); expected a scalar or shape \(6, 8\)"),
+        (lambda: swe.simulate(_model(), swe.State(h=np.ones((5, 8)), hu=0.0, hv=0.0), 1.0),
+         r"h has shape \(5, 8\); expected .* \(6, 8\)"),
+        (lambda: _model(friction=swe.Manning(np.ones((3, 3)))), r"n has shape \(3, 3\)"),
+        (lambda: swe.Grid(nx=0, ny=4, x=(0, 1)), r"nx=0 is invalid; expected an integer >= 1"),
+        (lambda: swe.Grid(nx=4, ny=-1, x=(0, 1)), r"ny=-1 is invalid"),
+        (lambda: swe.Grid(nx=2.5, x=(0, 1)), r"nx=2.5 is invalid"),
+        (lambda: swe.Grid(nx=4, x=(1.0, 0.0)), r"x=\(1.0, 0.0\) is invalid"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, cfl=0.0), r"cfl=0.0 is invalid; expected a finite number in \(0.0, 1.0\]"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, cfl=1.5), r"cfl=1.5 is invalid"),
+        (lambda: swe.FiniteVolume(riemann="roe"), r"riemann='roe' is not supported; choose one of 'rusanov', 'hll', 'hllc'"),
+        (lambda: swe.FiniteVolume(limiter="superbee"), r"limiter='superbee' is not supported; choose one of 'minmod', 'mc', 'vanleer'"),
+        (lambda: swe.FiniteVolume(reconstruction="weno"), r"reconstruction='weno' is not supported"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, integrator="rk4"), r"integrator='rk4' is not supported; choose one of 'euler', 'ssprk2', 'ssprk3'"),
+        (lambda: swe.Boundaries(west=swe.Periodic()), r"west=Periodic\(\) needs east=Periodic\(\) as well.*got east=Wall\(\)"),
+        (lambda: swe.Boundaries(north=swe.Periodic(), south=swe.Outflow()), r"north=Periodic\(\) needs south=Periodic\(\)"),
+        (lambda: swe.Boundaries(west="wall"), r"west='wall' is not a boundary condition"),
+        (lambda: swe.simulate(_model(), _state(), 10.0, save_at=[0.0, 11.0]), r"save_at contains 11.0, outside \[t0, t_end\] = \[0.0, 10.0\]"),
+        (lambda: swe.simulate(_model(), _state(), 10.0, save_at=[-1.0]), r"save_at contains -1.0"),
+        (lambda: swe.simulate(_model(), _state(), 10.0, save_at=-2.0), r"save_at=-2.0 is invalid; expected a positive interval"),
+        (lambda: swe.simulate(_model(), _state(), -1.0), r"t_end=-1.0 is invalid"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, dt=0.0), r"dt=0.0 is invalid"),
+        (lambda: _model(boundaries=swe.Boundaries(west=swe.Inflow(np.ones(4)))), r"west boundary discharge has length 4; expected a number or 6 values"),
+        (lambda: swe.Inflow(np.nan), r"discharge=nan contains NaN or inf"),
+        (lambda: swe.Chezy(0.0), r"Chezy coefficients must be > 0"),
+        (lambda: swe.Manning(-0.01), r"n has a negative value -0.01"),
+        (lambda: swe.PointSource(100.0, 1.0, 1.0).with_shape(GRID), r"point \(100.0, 1.0\) is outside the grid"),
+        (lambda: _model(friction="manning"), r"friction='manning' is invalid; expected None, swe.Manning"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, dtype="float16"), r"dtype='float16' is not supported"),
+    ],
+)
+def test_bad_input_names_argument_value_and_what_is_accepted(build, match):
+    with pytest.raises(ValueError, match=match):
+        build()

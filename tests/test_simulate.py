@@ -1,0 +1,108 @@
+"""simulate(): output times, step control, failures, precision, no recompilation."""
+
+import jax
+import jax.monitoring
+import numpy as np
+import pytest
+
+import swe
+
+GRID = swe.Grid(nx=30, ny=20, x=(0.0, 300.0), y=(0.0, 200.0))
+X, Y = (np.asarray(a) for a in GRID.cell_centers())
+
+
+def _model(**kw):
+    return swe.ShallowWater(GRID, bed=-2.0 + 0.002 * X, **kw)
+
+
+def _bump(model, amplitude=0.3):
+    return swe.State.from_surface(model, eta=amplitude * np.exp(-((X - 150) ** 2 + (Y - 100) ** 2) / 40.0**2))
+
+
+def test_output_times_are_hit_exactly():
+    model = _model()
+    r = swe.simulate(model, _bump(model), t_end=10.0, save_at=[0.0, 0.7, 3.3, 9.99, 10.0])
+    np.testing.assert_array_equal(np.asarray(r.times), [0.0, 0.7, 3.3, 9.99, 10.0])
+    np.testing.assert_array_equal(np.asarray(r.frame(0).h), np.asarray(_bump(model).h))
+    r2 = swe.simulate(model, _bump(model), t_end=10.0, save_at=2.5)
+    np.testing.assert_array_equal(np.asarray(r2.times), [0.0, 2.5, 5.0, 7.5, 10.0])
+    # Landing on an output time does not change what is computed at t_end beyond a step's
+    # truncation error: the two runs agree closely.
+    np.testing.assert_allclose(np.asarray(r2.final.h), np.asarray(r.final.h), atol=2e-3)
+
+
+def test_fixed_dt_takes_the_expected_number_of_steps():
+    model = _model()
+    r = swe.simulate(model, _bump(model), t_end=10.0, dt=0.5, save_at=[0.0, 10.0])
+    assert int(r.num_steps) == 20
+    r = swe.simulate(model, _bump(model), t_end=10.0, dt=0.5, save_at=[0.0, 2.25, 10.0])
+    assert int(r.num_steps) == 21  # one step split to land on 2.25
+
+
+def test_cfl_number_sets_the_step():
+    model = _model()
+    s0 = _bump(model)
+    n1 = int(swe.simulate(model, s0, t_end=10.0, cfl=0.45).num_steps)
+    n2 = int(swe.simulate(model, s0, t_end=10.0, cfl=0.225).num_steps)
+    c = np.sqrt(9.81 * float(s0.h.max()))
+    assert n1 >= 10.0 * c / (0.45 * GRID.dx) * 0.95
+    assert abs(n2 / n1 - 2.0) < 0.1
+
+
+def test_changing_coefficients_does_not_recompile():
+    compiles = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        model = _model(friction=swe.Manning(0.03), coriolis=swe.BetaPlane(1e-4, 1e-11))
+        s0 = _bump(model)
+        swe.simulate(model, s0, t_end=5.0, save_at=1.0, cfl=0.4)
+        first = len(compiles)
+        assert first >= 1
+        for n, f0, cfl, amp in ((0.05, 2e-4, 0.3, 0.2), (0.01, 0.0, 0.45, 0.4)):
+            m = swe.ShallowWater(GRID, bed=-2.5 + 0.001 * X, friction=swe.Manning(n),
+                                 coriolis=swe.BetaPlane(f0, 1e-11))
+            swe.simulate(m, _bump(m, amp), t_end=5.0, save_at=1.0, cfl=cfl)
+        assert len(compiles) == first, "a coefficient change triggered a recompilation"
+    finally:
+        jax.monitoring.clear_event_listeners()
+
+
+def test_blow_up_reports_time_and_step():
+    model = _model()
+    with pytest.raises(swe.SimulationError) as info:
+        # dt = 20 s is ~9 times the stable step: the state goes NaN within a few steps.
+        swe.simulate(model, _bump(model), t_end=2000.0, dt=20.0, save_at=100.0)
+    err = info.value
+    assert err.step >= 1 and 0.0 < err.time < 2000.0
+    assert err.time == pytest.approx(20.0 * err.step)
+    assert f"step {err.step}" in str(err) and "t=" in str(err)
+
+
+def test_max_steps_is_an_error_not_a_silent_stop():
+    model = _model()
+    with pytest.raises(swe.SimulationError, match="max_steps=5"):
+        swe.simulate(model, _bump(model), t_end=10.0, max_steps=5)
+
+
+def test_float32_runs_and_agrees_with_float64():
+    model = _model()
+    s0 = _bump(model)
+    r64 = swe.simulate(model, s0, t_end=5.0)
+    r32 = swe.simulate(model, s0, t_end=5.0, dtype="float32")
+    assert r32.states.h.dtype == np.float32 and r64.states.h.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(r32.final.h), np.asarray(r64.final.h), atol=1e-4)
+    m = np.asarray(r32.mass())
+    assert abs(m[-1] - m[0]) / m[0] < 1e-6
+
+
+def test_result_is_independent_of_integrator_to_truncation_error():
+    model = _model()
+    s0 = _bump(model)
+    h2 = np.asarray(swe.simulate(model, s0, t_end=5.0, integrator="ssprk2").final.h)
+    h3 = np.asarray(swe.simulate(model, s0, t_end=5.0, integrator="ssprk3").final.h)
+    assert 0 < np.abs(h2 - h3).max() < 1e-2  # 3% of the wave amplitude
