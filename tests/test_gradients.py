@@ -62,3 +62,22 @@ def test_gradient_with_respect_to_bed_field_and_initial_state():
     np.testing.assert_allclose(float(jnp.sum(g_bed * direction)), float(fd), rtol=1e-5)
     fd = (loss(bed, eta0 + eps * direction) - loss(bed, eta0 - eps * direction)) / (2 * eps)
     np.testing.assert_allclose(float(jnp.sum(g_eta * direction)), float(fd), rtol=1e-5)
+
+
+def test_gradient_memory_does_not_grow_with_the_number_of_steps():
+    """Recursive checkpointing: the compiled gradient's scratch memory is the same for 25
+    steps and for 400 (what grows is recomputation, not storage)."""
+    grid = swe.Grid(nx=16, ny=12, x=(0.0, 16.0), y=(0.0, 12.0))
+
+    def loss(n, t_end):
+        model = swe.ShallowWater(grid, bed=-1.0, friction=swe.Manning(n),
+                                 scheme=swe.FiniteVolume(reconstruction="first_order"))
+        s0 = swe.State(h=np.full((12, 16), 1.0) + 0.1 * (np.arange(16) < 8), hu=0.0, hv=0.0)
+        return jnp.sum(swe.simulate(model, s0, t_end=t_end, dt=0.1, checkpoints=16).final.h ** 2)
+
+    sizes = []
+    for t_end in (2.5, 40.0):
+        compiled = jax.jit(jax.grad(lambda n: loss(n, t_end))).lower(0.03).compile()
+        sizes.append(compiled.memory_analysis().temp_size_in_bytes)
+    state_bytes = 3 * 12 * 16 * 8
+    assert sizes[1] <= sizes[0] + 4 * state_bytes, sizes
