@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 from .boundaries import Boundaries, Inflow, Outflow, Periodic, Stage, Wall
 from .errors import SimulationError
 from .grid import Grid
+from .scenario import Gauge, Scenario
 from .model import FiniteVolume, ShallowWater
 from .simulate import Result, simulate
 from .sources import (BetaPlane, Chezy, FPlane, LinearDrag, Manning, PointSource, Rain,
@@ -16,7 +17,7 @@ from .sources import (BetaPlane, Chezy, FPlane, LinearDrag, Manning, PointSource
 from .state import State
 
 __all__ = [
-    "Boundaries", "BetaPlane", "Chezy", "FiniteVolume", "FPlane", "Grid", "Inflow",
+    "Boundaries", "BetaPlane", "Gauge", "Scenario", "Chezy", "FiniteVolume", "FPlane", "Grid", "Inflow",
     "LinearDrag", "Manning", "Outflow", "Periodic", "PointSource", "Rain", "Result",
     "ShallowWater", "SimulationError", "Stage", "State", "Wall", "WindStress", "simulate",
     "__version__",

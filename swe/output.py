@@ -1,6 +1,15 @@
-"""CF-1.10 output. Names, units and standard names live in one table, ``VARIABLES``."""
+"""CF-1.10 output: the in-memory ``xarray.Dataset`` and the incremental file writers.
+
+Names, units and standard names live in one table, ``VARIABLES``; every writer reads it.
+Files are written to ``OUT.partial``, one frame appended (and synced) per output time, and
+renamed to ``OUT`` only when the run completes, so an interrupted run keeps every frame
+already written and never leaves a file that looks complete.
+"""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -8,6 +17,7 @@ from . import __version__
 from .state import desingularised_velocity
 
 CONVENTIONS = "CF-1.10"
+DEFAULT_START = "2000-01-01T00:00:00"
 
 # One table of metadata, read by every writer (cf. xgcm/pyqg): never scattered in code.
 VARIABLES: dict[str, dict[str, str]] = {
@@ -25,7 +35,30 @@ VARIABLES: dict[str, dict[str, str]] = {
     "eta": dict(standard_name="sea_surface_height_above_geoid",
                 long_name="free-surface elevation (bed elevation where dry)", units="m"),
     "bed": dict(standard_name="altitude", long_name="bed elevation", units="m"),
+    "max_depth": dict(standard_name="sea_floor_depth_below_sea_surface",
+                      long_name="maximum water depth over the run", units="m",
+                      cell_methods="time: maximum"),
+    "max_speed": dict(standard_name="sea_water_speed",
+                      long_name="maximum depth-averaged speed over the run", units="m s-1",
+                      cell_methods="time: maximum"),
+    "arrival_time": dict(standard_name="time",
+                         long_name="first time the depth exceeded the arrival threshold, "
+                                   "seconds after the start of the run (NaN: never)",
+                         units="s"),
+    "gauge": dict(long_name="gauge name", cf_role="timeseries_id"),
+    "gauge_x": dict(standard_name="projection_x_coordinate", long_name="gauge x", units="m"),
+    "gauge_y": dict(standard_name="projection_y_coordinate", long_name="gauge y", units="m"),
+    "gauge_h": dict(standard_name="sea_floor_depth_below_sea_surface",
+                    long_name="water depth at gauge", units="m"),
+    "gauge_u": dict(standard_name="sea_water_x_velocity", long_name="x velocity at gauge",
+                    units="m s-1"),
+    "gauge_v": dict(standard_name="sea_water_y_velocity", long_name="y velocity at gauge",
+                    units="m s-1"),
+    "gauge_eta": dict(standard_name="sea_surface_height_above_geoid",
+                      long_name="surface elevation at gauge", units="m"),
 }
+FIELDS = ("h", "u", "v", "eta")
+ENVELOPES = ("max_depth", "max_speed", "arrival_time")
 
 
 def attrs(name: str) -> dict[str, str]:
@@ -33,44 +66,205 @@ def attrs(name: str) -> dict[str, str]:
     return dict(VARIABLES[name])
 
 
-def to_dataset(result, time_units: str = "seconds since 2000-01-01 00:00:00"):
-    """Build the CF ``xarray.Dataset`` of a :class:`~swe.Result`."""
+def time_units(start_time: str) -> str:
+    return f"seconds since {np.datetime64(start_time, 's').astype(str).replace('T', ' ')}"
+
+
+def frame_fields(model, state) -> dict[str, np.ndarray]:
+    """``h, u, v, eta`` of a state as NumPy arrays (leading dims kept)."""
+    h = np.asarray(state.h)
+    h_dry = np.asarray(model.h_dry)
+    return {
+        "h": h,
+        "u": np.asarray(desingularised_velocity(state.h, state.hu, h_dry)),
+        "v": np.asarray(desingularised_velocity(state.h, state.hv, h_dry)),
+        "eta": h + np.asarray(model.bed),
+    }
+
+
+def envelope_fields(envelopes) -> dict[str, np.ndarray]:
+    arrival = np.asarray(envelopes.arrival)
+    return {"max_depth": np.asarray(envelopes.max_depth),
+            "max_speed": np.asarray(envelopes.max_speed),
+            "arrival_time": np.where(np.isfinite(arrival), arrival, np.nan)}
+
+
+def gauge_fields(model, gauges, fields) -> dict[str, np.ndarray]:
+    """Gauge series ``(gauge, time)`` from fields ``(time, y, x)``: the containing cell."""
+    idx = [model.grid.cell_index(g.x, g.y) for g in gauges]
+    j = np.array([a for a, _ in idx], dtype=int)
+    i = np.array([b for _, b in idx], dtype=int)
+    return {f"gauge_{k}": np.moveaxis(fields[k][..., j, i], -1, 0) for k in FIELDS}
+
+
+def global_attrs(model, settings, extra=None) -> dict:
+    out = {
+        "Conventions": CONVENTIONS,
+        "title": "swe shallow-water simulation",
+        "source": f"swe-jax {__version__}",
+        "g": float(model.g),
+        "riemann": model.scheme.riemann,
+        "reconstruction": model.scheme.reconstruction,
+        "limiter": model.scheme.limiter,
+        "nx": model.grid.nx,
+        "ny": model.grid.ny,
+    }
+    out.update({k: v for k, v in settings.items()})
+    out.update(extra or {})
+    return {k: _attr_value(v) for k, v in out.items()}
+
+
+def _attr_value(v):
+    """netCDF attributes take numbers and strings only."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float, str, np.integer, np.floating)):
+        return v
+    return repr(v)
+
+
+def _skeleton(model, gauges, start_time, attributes, dtype, times, fields, envelopes):
+    """The CF dataset for given frames; with zero frames it is the file header."""
     import xarray as xr
 
-    model = result.model
     grid = model.grid
-    st = result.states
-    h = np.asarray(st.h)
-    h_dry = np.asarray(model.h_dry)
-    u = np.asarray(desingularised_velocity(st.h, st.hu, h_dry))
-    v = np.asarray(desingularised_velocity(st.h, st.hv, h_dry))
-    bed = np.asarray(model.bed)
     dims = ("time", "y", "x")
-    ds = xr.Dataset(
-        data_vars={
-            "h": (dims, h, attrs("h")),
-            "u": (dims, u, attrs("u")),
-            "v": (dims, v, attrs("v")),
-            "eta": (dims, h + bed, attrs("eta")),
-            "bed": (("y", "x"), bed, attrs("bed")),
-        },
-        coords={
-            "time": ("time", np.asarray(result.times), {**attrs("time"), "units": time_units}),
-            "y": ("y", np.asarray(grid.yc), attrs("y")),
-            "x": ("x", np.asarray(grid.xc), attrs("x")),
-        },
-        attrs={
-            "Conventions": CONVENTIONS,
-            "title": "swe shallow-water simulation",
-            "source": f"swe-jax {__version__}",
-            "g": float(model.g),
-            "riemann": model.scheme.riemann,
-            "reconstruction": model.scheme.reconstruction,
-            "limiter": model.scheme.limiter,
-            "num_steps": int(result.num_steps),
-            **{k: (v if v is not None else "none") for k, v in result.settings.items()},
-        },
-    )
-    # xarray would otherwise decode time to datetimes on read; keep seconds and no fill.
-    ds["time"].encoding.update({"units": time_units, "_FillValue": None})
+    ny, nx = grid.shape
+    nt = len(times)
+    data = {name: (dims, fields[name] if fields else np.zeros((nt, ny, nx), dtype),
+                   attrs(name)) for name in FIELDS}
+    data["bed"] = (("y", "x"), np.asarray(model.bed), attrs("bed"))
+    for name in ENVELOPES:
+        value = envelopes[name] if envelopes else np.full((ny, nx), np.nan, dtype)
+        data[name] = (("y", "x"), value, attrs(name))
+    coords = {
+        "time": ("time", np.datetime64(start_time, "ns")
+                 + (np.asarray(times, np.float64) * 1e9).round().astype("timedelta64[ns]"),
+                 attrs("time")),
+        "y": ("y", np.asarray(grid.yc), attrs("y")),
+        "x": ("x", np.asarray(grid.xc), attrs("x")),
+    }
+    if gauges:
+        series = gauge_fields(model, gauges, fields) if fields else {
+            f"gauge_{k}": np.zeros((len(gauges), nt), dtype) for k in FIELDS}
+        for k in FIELDS:
+            data[f"gauge_{k}"] = (("gauge", "time"), series[f"gauge_{k}"], attrs(f"gauge_{k}"))
+        coords["gauge"] = ("gauge", np.array([g.name for g in gauges], dtype=object),
+                           attrs("gauge"))
+        coords["gauge_x"] = ("gauge", np.array([g.x for g in gauges]), attrs("gauge_x"))
+        coords["gauge_y"] = ("gauge", np.array([g.y for g in gauges]), attrs("gauge_y"))
+    ds = xr.Dataset(data_vars=data, coords=coords, attrs=attributes)
+    ds["time"].encoding.update({"units": time_units(start_time), "dtype": "float64",
+                                "_FillValue": None})
+    for name in ("x", "y", "gauge_x", "gauge_y"):
+        if name in ds:
+            ds[name].encoding["_FillValue"] = None
     return ds
+
+
+def to_dataset(result, start_time: str = DEFAULT_START, attrs=None):
+    """The CF ``xarray.Dataset`` of a :class:`~swe.Result`."""
+    model = result.model
+    fields = frame_fields(model, result.states)
+    envelopes = envelope_fields(result.envelopes) if result.envelopes is not None else None
+    attributes = global_attrs(model, {**result.settings, "num_steps": int(result.num_steps)},
+                              attrs)
+    return _skeleton(model, result.gauges, start_time, attributes, fields["h"].dtype,
+                     np.asarray(result.times), fields, envelopes)
+
+
+class NetCDFWriter:
+    """Appends frames to ``path.partial`` along an unlimited ``time`` and renames it to
+    ``path`` on :meth:`close`. The header comes from the same table as :func:`to_dataset`,
+    so a finished file opens to the same dataset as ``Result.to_xarray()``.
+    """
+
+    def __init__(self, path, model, *, gauges=(), settings=None, attrs=None,
+                 start_time: str = DEFAULT_START, dtype="float64"):
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.model, self.gauges, self.start_time = model, tuple(gauges), start_time
+        self.attributes = global_attrs(model, dict(settings or {}), attrs)
+        self.dtype = np.dtype(dtype)
+        header = _skeleton(model, self.gauges, start_time, self.attributes, self.dtype, [],
+                           None, None)
+        self.partial.parent.mkdir(parents=True, exist_ok=True)
+        header.to_netcdf(self.partial, unlimited_dims=["time"], format="NETCDF4")
+        import netCDF4
+
+        self.nc = netCDF4.Dataset(self.partial, "a")
+        self.count = 0
+
+    def write(self, frame):
+        """Append one :class:`~swe.simulate.Frame` and sync it to disk."""
+        k = self.count
+        nc = self.nc
+        nc["time"][k] = frame.time
+        fields = frame_fields(self.model, frame.state)
+        for name in FIELDS:
+            nc[name][k] = fields[name]
+        if self.gauges:
+            series = gauge_fields(self.model, self.gauges, {n: f[None] for n, f in fields.items()})
+            for name, value in series.items():
+                nc[name][:, k] = value[:, 0]
+        for name, value in envelope_fields(frame.envelopes).items():
+            nc[name][:] = value
+        nc.setncattr("num_steps", int(frame.num_steps))
+        nc.sync()
+        self.count += 1
+
+    def close(self, complete: bool = True):
+        """Close the file; rename it into place only if the run completed."""
+        self.nc.close()
+        if complete:
+            os.replace(self.partial, self.path)
+        return self.path if complete else self.partial
+
+
+class ZarrWriter:
+    """The same layout as :class:`NetCDFWriter`, appended to a Zarr store with
+    ``to_zarr(append_dim="time")`` (needs the ``zarr`` package)."""
+
+    def __init__(self, path, model, *, gauges=(), settings=None, attrs=None,
+                 start_time: str = DEFAULT_START, dtype="float64"):
+        try:
+            import zarr  # noqa: F401
+        except ImportError as exc:
+            raise ValueError("-o *.zarr needs the zarr package: pip install 'swe-jax[zarr]'") from exc
+        self.path = Path(path)
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.model, self.gauges, self.start_time = model, tuple(gauges), start_time
+        self.attributes = global_attrs(model, dict(settings or {}), attrs)
+        self.dtype = np.dtype(dtype)
+        self.count = 0
+
+    def write(self, frame):
+        fields = {n: f[None] for n, f in frame_fields(self.model, frame.state).items()}
+        ds = _skeleton(self.model, self.gauges, self.start_time, self.attributes, self.dtype,
+                       [frame.time], fields, envelope_fields(frame.envelopes))
+        ds.attrs["num_steps"] = int(frame.num_steps)
+        if self.count == 0:
+            ds.to_zarr(self.partial, mode="w")
+        else:
+            dynamic = [n for n in ds.data_vars if "time" in ds[n].dims]
+            ds[dynamic].drop_vars([c for c in ("gauge", "gauge_x", "gauge_y") if c in ds]
+                                  ).to_zarr(self.partial, append_dim="time")
+            ds[list(ENVELOPES)].to_zarr(self.partial, mode="r+")
+        self.count += 1
+
+    def close(self, complete: bool = True):
+        if complete:
+            import shutil
+
+            if self.path.exists():
+                shutil.rmtree(self.path)
+            os.replace(self.partial, self.path)
+        return self.path if complete else self.partial
+
+
+def writer_for(path, model, **kwargs):
+    """A writer chosen by the file name: ``.zarr`` gives Zarr, anything else netCDF."""
+    cls = ZarrWriter if str(path).rstrip("/").endswith(".zarr") else NetCDFWriter
+    return cls(path, model, **kwargs)

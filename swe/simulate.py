@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time as _time
 
@@ -13,23 +14,28 @@ import numpy as np
 from jaxtyping import Array
 
 from .errors import (SimulationError, check_choice, check_field, check_finite_scalar,
-                     is_concrete)
+                     check_positive_int, is_concrete)
 from .model import ShallowWater
 from .state import State
-from .stepping import INTEGRATORS, CFLController, FixedController, ShallowWaterTerm
+from .stepping import (INTEGRATORS, CFLController, Envelopes, FixedController,
+                       ShallowWaterTerm, Tracked, state_of)
 
 
 class Result(eqx.Module):
     """Saved frames of a run: ``times`` (s) and ``states`` with a leading time axis.
 
-    ``num_steps`` is the number of time steps taken and ``wall_time`` the seconds the run
-    took (compile included; NaN when traced).
+    ``envelopes`` holds the per-step maxima (depth, speed) and first-arrival times over the
+    whole run (None if not tracked); ``gauges`` the named points sampled at every output
+    time. ``num_steps`` is the number of time steps taken and ``wall_time`` the seconds the
+    run took (compile included; NaN when traced).
     """
 
     model: ShallowWater
     times: Array
     states: State
     num_steps: Array
+    envelopes: Envelopes | None = None
+    gauges: tuple = eqx.field(static=True, default=())
     wall_time: float = eqx.field(static=True, default=float("nan"))
     settings: dict = eqx.field(static=True, default_factory=dict)
 
@@ -45,11 +51,14 @@ class Result(eqx.Module):
         """Water volume (m^3) at every output time."""
         return jnp.sum(self.states.h, axis=(-2, -1)) * self.model.grid.cell_area
 
-    def to_xarray(self):
-        """An ``xarray.Dataset`` with dims ``(time, y, x)`` and CF-1.10 attributes."""
+    def to_xarray(self, start_time: str = "2000-01-01T00:00:00", attrs=None):
+        """An ``xarray.Dataset`` with dims ``(time, y, x)`` and CF-1.10 attributes.
+
+        ``time`` holds datetimes from ``start_time`` (the file stores seconds since it).
+        """
         from .output import to_dataset
 
-        return to_dataset(self)
+        return to_dataset(self, start_time=start_time, attrs=attrs)
 
 
 def output_times(save_at, t0: float, t_end: float) -> np.ndarray:
@@ -92,41 +101,99 @@ def _cast(tree, dtype):
         else x, tree)
 
 
-@eqx.filter_jit
-def _solve(model, state0, stops, save_ts, t0, t_end, cfl, dt, dt_min, dt_max, integrator,
-           max_steps, checkpoints):
-    dt_dry = jnp.minimum((t_end - t0) / 100, dt_max)
-    term = ShallowWaterTerm(model)
-    solver = INTEGRATORS[integrator]()
-    if dt is None:
-        controller = CFLController(model=model, cfl=cfl, stops=stops, dt_max=dt_max,
-                                   dt_dry=dt_dry)
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """Validated, cast arguments shared by :func:`simulate` and :func:`iterate`."""
+
+    model: ShallowWater
+    state0: State
+    times: np.ndarray
+    t0: float
+    t_end: float
+    dtype: object
+    controls: dict  # cfl, dt, dt_min, dt_max, dt_dry as arrays (dt may be None)
+    integrator: str
+    max_steps: int | None
+    settings: dict
+
+
+def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
+             dt_min, dt_max) -> _Run:
+    if not isinstance(model, ShallowWater):
+        raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater")
+    integrator = check_choice("integrator", integrator, INTEGRATORS)
+    t0 = float(check_finite_scalar("t0", t0))
+    t_end = float(check_finite_scalar("t_end", t_end, lower=t0, lower_open=True))
+    cfl = check_finite_scalar("cfl", cfl, lower=0.0, upper=1.0, lower_open=True)
+    if dt is not None:
+        dt = check_finite_scalar("dt", dt, lower=0.0, lower_open=True)
+    if max_steps is not None:
+        max_steps = check_positive_int("max_steps", max_steps)
+    if dtype is None:
+        dtype = jnp.result_type(state0.h) if isinstance(state0, State) else jnp.result_type(float)
+        if not jnp.issubdtype(dtype, jnp.floating):
+            dtype = jnp.result_type(float)
     else:
-        controller = FixedController(dt=dt, stops=stops, dt_max=dt_max, dt_dry=dt_dry)
+        name = check_choice("dtype", str(np.dtype(dtype)) if not isinstance(dtype, str) else dtype,
+                            ("float32", "float64"))
+        if name == "float64" and not jax.config.jax_enable_x64:
+            raise ValueError('dtype="float64" needs 64-bit JAX: call '
+                             'jax.config.update("jax_enable_x64", True) before building arrays')
+        dtype = jnp.dtype(name)
+    dtype = jnp.dtype(dtype)
+    state0 = _check_state(state0, model, dtype)
+    times = output_times(save_at, t0, t_end)
+    dt_min = 1e-9 * (t_end - t0) if dt_min is None else float(
+        check_finite_scalar("dt_min", dt_min, lower=0.0))
+    dt_max = math.inf if dt_max is None else float(
+        check_finite_scalar("dt_max", dt_max, lower=0.0, lower_open=True))
+    controls = dict(cfl=jnp.asarray(cfl, dtype),
+                    dt=None if dt is None else jnp.asarray(dt, dtype),
+                    dt_min=jnp.asarray(dt_min, dtype), dt_max=jnp.asarray(dt_max, dtype),
+                    dt_dry=jnp.asarray(min((t_end - t0) / 100, dt_max), dtype))
+    settings = dict(integrator=integrator, cfl=_number(cfl) if dt is None else None,
+                    dt=None if dt is None else _number(dt), dtype=str(dtype), t0=t0,
+                    t_end=t_end)
+    return _Run(_cast(model, dtype), _cast(state0, dtype), times, t0, t_end, dtype, controls,
+                integrator, max_steps, settings)
+
+
+@eqx.filter_jit
+def _solve(model, y0, t0, t1, stops, save_ts, controls, integrator, max_steps, checkpoints,
+           progress_meter=None):
+    dt = controls["dt"]
+    common = dict(stops=stops, dt_max=controls["dt_max"], dt_dry=controls["dt_dry"])
+    if dt is None:
+        controller = CFLController(model=model, cfl=controls["cfl"], **common)
+    else:
+        controller = FixedController(dt=dt, **common)
 
     def blew_up(t, y, args, **kwargs):
         # NaN anywhere in h, or in the velocity of a wet cell, makes the max NaN.
-        speed = model.max_wave_speed(y)
-        bad = ~jnp.isfinite(speed)
+        state = state_of(y)
+        bad = ~jnp.isfinite(model.max_wave_speed(state))
         if dt is None:
-            bad = bad | (model.stable_time_step(y, cfl) < dt_min)
+            bad = bad | (model.stable_time_step(state, controls["cfl"]) < controls["dt_min"])
         return bad
 
     sol = diffrax.diffeqsolve(
-        term, solver, t0=t0, t1=t_end, dt0=None, y0=state0, args=model.padded_beds(),
+        ShallowWaterTerm(model), INTEGRATORS[integrator](), t0=t0, t1=t1, dt0=None, y0=y0,
+        args=model.padded_beds(),
         saveat=diffrax.SaveAt(ts=save_ts, t1=True),
         stepsize_controller=controller,
         event=diffrax.Event(blew_up),
         adjoint=diffrax.RecursiveCheckpointAdjoint(checkpoints=checkpoints),
         max_steps=max_steps,
         throw=False,
+        progress_meter=diffrax.NoProgressMeter() if progress_meter is None else progress_meter,
     )
     return sol.ts, sol.ys, sol.result, sol.stats["num_steps"]
 
 
 def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=0.45,
              dt=None, integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
-             checkpoints: int = 64, dt_min=None, dt_max=None) -> Result:
+             checkpoints: int = 64, dt_min=None, dt_max=None, envelopes: bool = True,
+             arrival_threshold=0.01, gauges=()) -> Result:
     """Integrate ``model`` from ``state0`` at ``t0`` to ``t_end`` (seconds).
 
     * ``save_at``: an output interval (s) or a sequence of output times in ``[t0, t_end]``;
@@ -144,73 +211,168 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     * ``dt_min``: a CFL step below this (default ``1e-9 (t_end - t0)``) means the run blew up.
     * ``dt_max``: the longest step (default: no limit). While the whole domain is dry the
       step is ``min(dt_max, (t_end - t0) / 100)``.
+    * ``envelopes``: track maximum depth, maximum speed and first arrival (depth above
+      ``arrival_threshold`` m) after every step. Turn off to save memory in gradients.
+    * ``gauges``: :class:`~swe.Gauge` points sampled at every output time.
 
     Raises ``ValueError`` for bad arguments and :class:`SimulationError` (with the simulated
     time and step) if the state becomes NaN/inf or the step collapses. Under ``jax.jit`` or
     ``jax.grad`` the failure is raised by ``equinox.error_if`` at run time instead.
     """
-    if not isinstance(model, ShallowWater):
-        raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater")
-    integrator = check_choice("integrator", integrator, INTEGRATORS)
-    t0 = float(check_finite_scalar("t0", t0))
-    t_end = float(check_finite_scalar("t_end", t_end, lower=t0, lower_open=True))
-    cfl = check_finite_scalar("cfl", cfl, lower=0.0, upper=1.0, lower_open=True)
-    if dt is not None:
-        dt = check_finite_scalar("dt", dt, lower=0.0, lower_open=True)
-    if max_steps is not None:
-        from .errors import check_positive_int
-
-        max_steps = check_positive_int("max_steps", max_steps)
-    checkpoints = int(checkpoints) if checkpoints is not None else None
-    if checkpoints is not None and checkpoints < 1:
-        raise ValueError(f"checkpoints={checkpoints!r} is invalid; expected an integer >= 1")
-    if dtype is None:
-        dtype = jnp.result_type(state0.h) if isinstance(state0, State) else jnp.result_type(float)
-        if not jnp.issubdtype(dtype, jnp.floating):
-            dtype = jnp.result_type(float)
-    else:
-        name = check_choice("dtype", str(np.dtype(dtype)) if not isinstance(dtype, str) else dtype,
-                            ("float32", "float64"))
-        if name == "float64" and not jax.config.jax_enable_x64:
-            raise ValueError('dtype="float64" needs 64-bit JAX: call '
-                             'jax.config.update("jax_enable_x64", True) before building arrays')
-        dtype = jnp.dtype(name)
-    dtype = jnp.dtype(dtype)
-    state0 = _check_state(state0, model, dtype)
-    times = output_times(save_at, t0, t_end)
-    stops = np.unique(np.append(times, t_end))
-    dt_min = 1e-9 * (t_end - t0) if dt_min is None else float(
-        check_finite_scalar("dt_min", dt_min, lower=0.0))
-
-    dt_max = math.inf if dt_max is None else float(
-        check_finite_scalar("dt_max", dt_max, lower=0.0, lower_open=True))
-
-    model = _cast(model, dtype)
-    state0 = _cast(state0, dtype)
+    run = _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
+                   dt_min, dt_max)
+    checkpoints = check_positive_int("checkpoints", checkpoints)
+    gauges = _check_gauges(gauges, run.model)
+    y0 = run.state0
+    if envelopes:
+        y0 = Tracked(y0, Envelopes.start(run.t0, y0, arrival_threshold, run.model.h_dry))
+    stops = np.unique(np.append(run.times, run.t_end))
     start = _time.perf_counter()
     ts, ys, result, num_steps = _solve(
-        model, state0, jnp.asarray(stops, dtype), jnp.asarray(times, dtype),
-        jnp.asarray(t0, dtype), jnp.asarray(t_end, dtype), jnp.asarray(cfl, dtype),
-        None if dt is None else jnp.asarray(dt, dtype), jnp.asarray(dt_min, dtype),
-        jnp.asarray(dt_max, dtype), integrator,
-        max_steps, checkpoints)
+        run.model, y0, jnp.asarray(run.t0, run.dtype), jnp.asarray(run.t_end, run.dtype),
+        jnp.asarray(stops, run.dtype), jnp.asarray(run.times, run.dtype), run.controls,
+        run.integrator, run.max_steps, checkpoints)
     failed = result != diffrax.RESULTS.successful
     if is_concrete(failed):
         jax.block_until_ready(ys)
         wall = _time.perf_counter() - start
         if bool(failed):
-            _raise_failure(result, ts, ys, num_steps, max_steps)
+            _raise_failure(result, ts, state_of(ys), num_steps, run.max_steps)
     else:
         wall = float("nan")
         ys = eqx.error_if(ys, failed, "swe.simulate: the run blew up (NaN/inf in the state or "
                           "the time step collapsed) or hit max_steps; rerun outside jit/grad "
                           "to see the simulated time and step")
-    n = times.size
-    settings = dict(integrator=integrator, cfl=_number(cfl) if dt is None else None,
-                    dt=None if dt is None else _number(dt), dtype=str(dtype), t0=t0,
-                    t_end=t_end)
-    return Result(model=model, times=ts[:n], states=jax.tree.map(lambda x: x[:n], ys),
-                  num_steps=num_steps, wall_time=wall, settings=settings)
+    n = run.times.size
+    states = jax.tree.map(lambda x: x[:n], state_of(ys))
+    env = jax.tree.map(lambda x: x[n], ys.envelopes) if envelopes else None
+    return Result(model=run.model, times=ts[:n], states=states, num_steps=num_steps,
+                  envelopes=env, gauges=gauges, wall_time=wall, settings=run.settings)
+
+
+class Frame(eqx.Module):
+    """One output of :func:`iterate`: time (s), state, envelopes so far, steps so far."""
+
+    time: float = eqx.field(static=True)
+    state: State
+    envelopes: Envelopes
+    num_steps: int = eqx.field(static=True)
+
+
+def iterate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=0.45,
+            dt=None, integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
+            dt_min=None, dt_max=None, arrival_threshold=0.01, progress=None):
+    """Like :func:`simulate`, but yields each output :class:`Frame` as soon as it exists.
+
+    The run advances one output interval per compiled call, so memory holds one frame and a
+    caller can write each frame out before the next is computed. The steps taken are the
+    same as :func:`simulate`'s (each interval ends exactly on its output time either way).
+    ``progress`` is an optional :class:`ProgressBar`.
+    """
+    run = _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
+                   dt_min, dt_max)
+    y = Tracked(run.state0, Envelopes.start(run.t0, run.state0, arrival_threshold,
+                                            run.model.h_dry))
+    steps = 0
+    if progress is not None:
+        progress.begin(run.t0, run.t_end)
+    meter = None if progress is None else _BarMeter(progress)
+    yield Frame(run.t0, run.state0, y.envelopes, 0)
+    t_prev = run.t0
+    for t_next in run.times[run.times > run.t0]:
+        if progress is not None:
+            progress.segment(t_prev, float(t_next), steps)
+        tb = jnp.asarray(t_next, run.dtype)
+        ts, ys, result, n = _solve(
+            run.model, y, jnp.asarray(t_prev, run.dtype), tb, tb[None], tb[None], run.controls,
+            run.integrator, None if run.max_steps is None else run.max_steps - steps, 1,
+            meter)
+        steps += int(n)
+        if result != diffrax.RESULTS.successful:
+            if progress is not None:
+                progress.end()
+            _raise_failure(result, ts, state_of(ys), steps, run.max_steps)
+        y = jax.tree.map(lambda x: x[0], ys)
+        t_prev = float(t_next)
+        yield Frame(t_prev, y.state, y.envelopes, steps)
+    if progress is not None:
+        progress.end()
+
+
+class ProgressBar:
+    """A one-line terminal bar: simulated time out of ``t_end`` and steps per second.
+
+    Drawn on ``stream`` (stderr) only when it is a terminal, and only once the run has lasted
+    ``delay`` seconds, so short runs and logs stay clean.
+    """
+
+    def __init__(self, stream=None, delay: float = 2.0, width: int = 30):
+        import sys
+
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.delay, self.width = delay, width
+        self.shown = False
+
+    def begin(self, t0, t_end):
+        self.t0, self.t_end = t0, t_end
+        self.start = _time.perf_counter()
+        self.steps_before = 0
+
+    def segment(self, ta, tb, steps_before):
+        self.ta, self.tb, self.steps_before = ta, tb, steps_before
+
+    def update(self, fraction, steps):
+        if not self.enabled:
+            return
+        elapsed = _time.perf_counter() - self.start
+        if elapsed < self.delay:
+            return
+        t = self.ta + float(fraction) * (self.tb - self.ta)
+        done = (t - self.t0) / (self.t_end - self.t0)
+        filled = int(round(done * self.width))
+        rate = (self.steps_before + int(steps)) / elapsed
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] "
+                          f"t={t:.4g}/{self.t_end:.4g} s  {rate:.0f} steps/s ")
+        self.stream.flush()
+        self.shown = True
+
+    def end(self):
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class _BarMeter(diffrax.AbstractProgressMeter):
+    """Feeds a :class:`ProgressBar` from inside the compiled loop (a host callback every
+    ``refresh`` steps, so the loop is not slowed down)."""
+
+    bar: ProgressBar = eqx.field(static=True)
+    refresh: int = eqx.field(static=True, default=25)
+
+    def init(self):
+        return jnp.zeros((), jnp.int32)
+
+    def step(self, state, progress):
+        state = state + 1
+        jax.lax.cond(state % self.refresh == 0,
+                     lambda: jax.debug.callback(self.bar.update, progress, state),
+                     lambda: None)
+        return state
+
+    def close(self, state):
+        return None
+
+
+def _check_gauges(gauges, model):
+    from .scenario import Gauge
+
+    out = []
+    for g in gauges:
+        g = g if isinstance(g, Gauge) else Gauge(*g)
+        model.grid.cell_index(g.x, g.y)
+        out.append(g)
+    return tuple(out)
 
 
 def _number(x):

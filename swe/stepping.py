@@ -23,6 +23,47 @@ from diffrax import RESULTS
 from jaxtyping import Array
 
 from .model import ShallowWater
+from .state import State, desingularised_velocity, safe_sqrt
+
+
+class Envelopes(eqx.Module):
+    """Running maxima a flood mapper needs, updated after every step (not just at outputs).
+
+    ``max_depth`` (m) and ``max_speed`` (m/s) over the run, and ``arrival`` (s): the first
+    step-end time at which the depth exceeded ``threshold`` (m), ``inf`` if it never did.
+    """
+
+    max_depth: Array
+    max_speed: Array
+    arrival: Array
+    threshold: Array
+
+    @classmethod
+    def start(cls, t0, state: State, threshold, h_dry) -> Envelopes:
+        empty = cls(jnp.zeros_like(state.h), jnp.zeros_like(state.h),
+                    jnp.full_like(state.h, jnp.inf), jnp.asarray(threshold, state.h.dtype))
+        return empty.update(t0, state, h_dry)
+
+    def update(self, t, state: State, h_dry) -> Envelopes:
+        u = desingularised_velocity(state.h, state.hu, h_dry)
+        v = desingularised_velocity(state.h, state.hv, h_dry)
+        speed = safe_sqrt(u * u + v * v)
+        arrived = jnp.isinf(self.arrival) & (state.h > self.threshold)
+        return Envelopes(jnp.maximum(self.max_depth, state.h),
+                         jnp.maximum(self.max_speed, speed),
+                         jnp.where(arrived, jnp.asarray(t, state.h.dtype), self.arrival),
+                         self.threshold)
+
+
+class Tracked(eqx.Module):
+    """The solver's carry when envelopes are tracked: the state and its envelopes."""
+
+    state: State
+    envelopes: Envelopes
+
+
+def state_of(y) -> State:
+    return y.state if isinstance(y, Tracked) else y
 
 
 class ShallowWaterTerm(diffrax.AbstractTerm):
@@ -31,7 +72,10 @@ class ShallowWaterTerm(diffrax.AbstractTerm):
     model: ShallowWater
 
     def vf(self, t, y, args):
-        return self.model.tendency(t, y, args)
+        d = self.model.tendency(t, state_of(y), args)
+        if isinstance(y, Tracked):
+            return Tracked(d, jax.tree.map(jnp.zeros_like, y.envelopes))
+        return d
 
     def contr(self, t0, t1, **kwargs):
         return t1 - t0
@@ -98,10 +142,13 @@ class AbstractSSPRK(diffrax.AbstractSolver):
         del solver_state, made_jump
         dt = t1 - t0
         terms = _unwrap(terms)
-        y = terms.euler(t0, y0, args, dt)
+        s0 = state_of(y0)
+        y = terms.euler(t0, s0, args, dt)
         for alpha, c in self.stages:
             e = terms.euler(t0 + c * dt, y, args, dt)
-            y = jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, y0, e)
+            y = jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, s0, e)
+        if isinstance(y0, Tracked):
+            y = Tracked(y, y0.envelopes.update(t1, y, terms.model.h_dry))
         dense_info = dict(y0=y0, y1=y)
         return y, None, dense_info, None, RESULTS.successful
 
@@ -180,7 +227,7 @@ class CFLController(AbstractLandingController):
     dt_dry: Array
 
     def proposed_dt(self, t, y, args):
-        return self.model.stable_time_step(y, self.cfl, t, args)
+        return self.model.stable_time_step(state_of(y), self.cfl, t, args)
 
 
 class FixedController(AbstractLandingController):

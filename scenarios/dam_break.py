@@ -1,0 +1,26 @@
+"""1-D dam break in a channel (Stoker, wet bed; Ritter, dry bed when ``h_right=0``).
+
+A flat channel of ``length`` (m) with walls at both ends and ``nx`` cells; the dam at ``x0``
+holds ``h_left`` (m) against ``h_right`` (m). The exact solution is a rarefaction, a middle
+state and a shock (or a dry front): see ``validation/``.
+"""
+
+import numpy as np
+
+import swe
+
+
+def build(length=1000.0, x0=500.0, h_left=10.0, h_right=1.0, nx=1000, t_end=20.0, g=9.81):
+    grid = swe.Grid(nx=nx, ny=1, x=(0.0, length))
+    x = np.asarray(grid.xc)
+    model = swe.ShallowWater(grid, g=g)
+    h0 = np.where(x < x0, h_left, h_right)[None, :]
+    state0 = swe.State(h=h0, hu=0.0, hv=0.0)
+    gauges = [("upstream", x0 - 0.2 * length, 0.5 * grid.dy),
+              ("dam", x0, 0.5 * grid.dy),
+              ("downstream", x0 + 0.2 * length, 0.5 * grid.dy)]
+    return swe.Scenario(
+        model, state0, t_end=t_end, save_at=t_end / 20, gauges=gauges,
+        metadata=dict(title="1-D dam break",
+                      description="Stoker (wet) or Ritter (dry) dam break in a walled channel"),
+        arrival_threshold=h_right + 0.01)

@@ -1,0 +1,160 @@
+"""Scenarios: a model, an initial state, a run length, outputs, gauges and metadata.
+
+A scenario file (built in under ``scenarios/``, installed as ``swe.scenarios``, or any
+``.py`` path) exposes ``build(**params) -> swe.Scenario`` in which every parameter has a
+default. The defaults live in ``build``'s signature and nowhere else: ``swe list`` and
+``--set`` read them from there.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+
+import equinox as eqx
+
+from .model import ShallowWater
+from .state import State
+
+DEFAULT_SCENARIO = "radial_dam_break"
+
+
+class Gauge(eqx.Module):
+    """A named point ``(x, y)`` (m) where time series are recorded."""
+
+    name: str = eqx.field(static=True)
+    x: float = eqx.field(static=True)
+    y: float = eqx.field(static=True)
+
+
+class Scenario(eqx.Module):
+    """Everything a run needs.
+
+    ``save_at`` is an output interval (s) or a list of output times; ``gauges`` a sequence of
+    :class:`Gauge` (or ``(name, x, y)`` tuples); ``metadata`` free-form attributes (``title``,
+    ``description``, the parameters...) written into the output file; ``run_options`` extra
+    keyword arguments for :func:`swe.simulate` (e.g. ``cfl``, ``integrator``).
+    """
+
+    model: ShallowWater
+    state0: State
+    t_end: float = eqx.field(static=True)
+    save_at: object = eqx.field(static=True, default=None)
+    gauges: tuple[Gauge, ...] = eqx.field(static=True, default=())
+    metadata: dict = eqx.field(static=True, default_factory=dict)
+    run_options: dict = eqx.field(static=True, default_factory=dict)
+    arrival_threshold: float = eqx.field(static=True, default=0.01)
+
+    def __init__(self, model, state0, t_end, save_at=None, gauges=(), metadata=None,
+                 run_options=None, arrival_threshold=0.01):
+        if not isinstance(model, ShallowWater):
+            raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater")
+        if not isinstance(state0, State):
+            raise ValueError(f"state0={state0!r} is invalid; expected a swe.State")
+        self.model = model
+        self.state0 = state0
+        self.t_end = float(t_end)
+        self.save_at = save_at
+        gs = []
+        for g in gauges:
+            g = g if isinstance(g, Gauge) else Gauge(*g)
+            model.grid.cell_index(g.x, g.y)  # raises if off the grid
+            gs.append(g)
+        names = [g.name for g in gs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"gauge names {names!r} are not unique")
+        self.gauges = tuple(gs)
+        self.metadata = dict(metadata or {})
+        self.run_options = dict(run_options or {})
+        self.arrival_threshold = float(arrival_threshold)
+
+
+def builtin_scenarios() -> list[str]:
+    """Names of the scenarios shipped in ``scenarios/``."""
+    from . import scenarios
+
+    return sorted(m.name for m in pkgutil.iter_modules(scenarios.__path__)
+                  if not m.name.startswith("_"))
+
+
+def load_module(name_or_path: str) -> ModuleType:
+    """The module of a built-in scenario name or of a ``.py`` file path."""
+    if name_or_path.endswith(".py") or "/" in name_or_path or "\\" in name_or_path:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise ValueError(f"scenario file {name_or_path!r} does not exist or is not a file")
+        spec = importlib.util.spec_from_file_location(f"swe_user_scenario_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # a user file: report it in one line
+            raise ValueError(f"scenario file {name_or_path!r} failed to load: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    else:
+        names = builtin_scenarios()
+        if name_or_path not in names:
+            raise ValueError(f"unknown scenario {name_or_path!r}; choose one of "
+                             f"{', '.join(names)} or give a path to a .py file")
+        module = importlib.import_module(f"swe.scenarios.{name_or_path}")
+    if not callable(getattr(module, "build", None)):
+        raise ValueError(f"scenario {name_or_path!r} has no build(**params) function")
+    return module
+
+
+def parameters(module: ModuleType) -> dict[str, object]:
+    """``build``'s parameters and their defaults, in order."""
+    params = {}
+    for p in inspect.signature(module.build).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is p.empty:
+            raise ValueError(f"scenario parameter {p.name!r} has no default; every build() "
+                             "parameter needs one")
+        params[p.name] = p.default
+    return params
+
+
+def parse_overrides(pairs, module: ModuleType) -> dict[str, object]:
+    """``KEY=VALUE`` strings to keyword arguments, values parsed as Python literals."""
+    known = parameters(module)
+    out = {}
+    for pair in pairs or ():
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r} is invalid; expected KEY=VALUE")
+        if key not in known:
+            raise ValueError(f"unknown parameter {key!r} for scenario {module.__name__.split('.')[-1]!r}; "
+                             f"valid keys: {', '.join(known)}")
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--set {key}={text!r}: the value is not a Python literal "
+                             "(numbers, strings in quotes, lists, True/False/None)")
+        out[key] = value
+    return out
+
+
+def build(name_or_path: str = DEFAULT_SCENARIO, params: Mapping | None = None) -> Scenario:
+    """Load and build a scenario with parameter overrides."""
+    module = load_module(name_or_path)
+    params = dict(params or {})
+    known = parameters(module)
+    for key in params:
+        if key not in known:
+            raise ValueError(f"unknown parameter {key!r} for scenario {name_or_path!r}; "
+                             f"valid keys: {', '.join(known)}")
+    scenario = module.build(**params)
+    if not isinstance(scenario, Scenario):
+        raise ValueError(f"scenario {name_or_path!r}: build() returned {type(scenario).__name__}, "
+                         "expected a swe.Scenario")
+    merged = {**known, **params}
+    metadata = {"scenario": Path(name_or_path).stem, **scenario.metadata, "parameters": merged}
+    return dataclasses.replace(scenario, metadata=metadata)
