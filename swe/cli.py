@@ -1,0 +1,278 @@
+"""The ``swe`` command: run, list, info, plot. Argument handling and error reporting only;
+the numerics live elsewhere.
+
+Bad input (an unknown scenario, key, value or file) prints one line and exits with code 2;
+a run that blows up prints where it happened and exits with code 1, keeping the frames
+already written in ``OUT.partial``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2 (no usage dump)."""
+
+    def error(self, message):
+        raise _BadInput(f"{self.prog}: {message}")
+
+
+class _BadInput(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="swe", description="Shallow-water simulations in JAX")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run a scenario and write a CF netCDF (or Zarr) file")
+    r.add_argument("scenario", nargs="?", default=None,
+                   help="built-in scenario name or path to a .py file (default: radial_dam_break)")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a scenario parameter (a Python literal); repeatable")
+    r.add_argument("-o", "--output", default=None, help="output file (default: <scenario>.nc; "
+                   "a name ending in .zarr writes Zarr)")
+    r.add_argument("--precision", choices=("float32", "float64"), default=None,
+                   help="floating-point precision (default: float64 on CPU, float32 on GPU)")
+    r.add_argument("--riemann", default=None, help="rusanov, hll or hllc")
+    r.add_argument("--reconstruction", default=None, help="first_order or muscl")
+    r.add_argument("--limiter", default=None, help="minmod, mc or vanleer")
+    r.add_argument("--cfl", type=float, default=None, help="CFL number in (0, 1]")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+
+    sub.add_parser("list", help="list the built-in scenarios and their parameters")
+    sub.add_parser("info", help="versions, devices and default precision")
+
+    pl = sub.add_parser("plot", help="plot a field of an output file (needs the plot extra)")
+    pl.add_argument("file", help="a file written by swe run")
+    pl.add_argument("--time", type=float, default=None,
+                    help="seconds after the start (nearest frame; default: last)")
+    pl.add_argument("--var", default="eta", help="variable to plot (default: eta)")
+    pl.add_argument("-o", "--output", default=None, help="figure file (default: <file>.png)")
+    return p
+
+
+def _default_precision() -> str:
+    import jax
+
+    return "float32" if jax.default_backend() in ("gpu", "cuda", "rocm", "tpu") else "float64"
+
+
+def _enable_compilation_cache():
+    """JAX's persistent cache under the user cache directory: a second run of the same
+    scenario skips compilation. ``SWE_CACHE_DIR`` moves it; ``SWE_CACHE_DIR=`` turns it off."""
+    import jax
+
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "swe" / "jax"
+    path = os.environ.get("SWE_CACHE_DIR", str(default))
+    if not path:
+        return
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def cmd_run(args) -> int:
+    import jax
+
+    precision = args.precision or _default_precision()
+    jax.config.update("jax_enable_x64", precision == "float64")
+    _enable_compilation_cache()
+
+    import dataclasses
+
+    import numpy as np
+
+    from .errors import SimulationError
+    from .model import FiniteVolume
+    from .output import writer_for
+    from .scenario import DEFAULT_SCENARIO, build, load_module, parse_overrides
+    from .simulate import ProgressBar, iterate
+
+    name = args.scenario or DEFAULT_SCENARIO
+    module = load_module(name)
+    params = parse_overrides(args.overrides, module)
+    scenario = build(name, params)
+    model = scenario.model
+    scheme = model.scheme
+    if args.riemann or args.reconstruction or args.limiter:
+        scheme = FiniteVolume(riemann=args.riemann or scheme.riemann,
+                              reconstruction=args.reconstruction or scheme.reconstruction,
+                              limiter=args.limiter or scheme.limiter)
+        model = dataclasses.replace(model, scheme=scheme)
+    options = dict(scenario.run_options)
+    if args.cfl is not None:
+        options["cfl"] = args.cfl
+    output = Path(args.output or f"{Path(name).stem}.nc")
+
+    progress = None if args.quiet else ProgressBar()
+    frames = iterate(model, scenario.state0, scenario.t_end, scenario.save_at,
+                     dtype=precision, arrival_threshold=scenario.arrival_threshold,
+                     progress=progress, **options)
+    start = time.perf_counter()
+    first = next(frames)  # validates every argument before a file is created
+    settings = {"integrator": options.get("integrator", "ssprk2"),
+                "cfl": options.get("cfl", 0.45) if "dt" not in options else "none",
+                "dt": options.get("dt", "none"), "dtype": precision,
+                "t0": 0.0, "t_end": scenario.t_end}
+    extra = {"title": scenario.metadata.get("title", "swe shallow-water simulation"),
+             "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} " + shlex.join(
+                 ["swe"] + sys.argv[1:]),
+             "scenario": scenario.metadata.get("scenario", Path(name).stem)}
+    for key, value in scenario.metadata.get("parameters", {}).items():
+        extra[f"param_{key}"] = value
+    for key, value in scenario.metadata.items():
+        if key not in ("parameters", "title", "scenario"):
+            extra[key] = value
+    writer = writer_for(output, model, gauges=scenario.gauges, settings=settings, attrs=extra,
+                        start_time=scenario.metadata.get("start_time", "2000-01-01T00:00:00"),
+                        dtype=precision)
+    last = first
+    complete = False
+    try:
+        writer.write(first)
+        for frame in frames:
+            writer.write(frame)
+            last = frame
+        complete = True
+    except SimulationError as exc:
+        path = writer.close(complete=False)
+        print(f"swe run: {exc} ({writer.count} frames kept in {path})", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        path = writer.close(complete=False)
+        print(f"swe run: interrupted ({writer.count} frames kept in {path})", file=sys.stderr)
+        return 130
+    finally:
+        if complete:
+            writer.close(complete=True)
+    wall = time.perf_counter() - start
+    if not args.quiet:
+        cells = model.grid.nx * model.grid.ny
+        m0 = float(np.sum(np.asarray(first.state.h)))
+        m1 = float(np.sum(np.asarray(last.state.h)))
+        rel = (m1 - m0) / m0 if m0 else float("nan")
+        print(f"swe run {Path(name).stem}: {model.grid.nx}x{model.grid.ny} = {cells} cells, "
+              f"{last.num_steps} steps, {wall:.2f} s wall (compile included), "
+              f"{cells * last.num_steps / wall:.3g} cell-updates/s, "
+              f"mass change {rel:+.2e} (relative), {precision}, wrote {output}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from .scenario import DEFAULT_SCENARIO, builtin_scenarios, load_module, parameters
+
+    for name in builtin_scenarios():
+        module = load_module(name)
+        doc = (module.__doc__ or "").strip().splitlines()
+        mark = " (default)" if name == DEFAULT_SCENARIO else ""
+        print(f"{name}{mark}: {doc[0] if doc else ''}")
+        for key, value in parameters(module).items():
+            print(f"    {key} = {value!r}")
+    return 0
+
+
+def cmd_info(args) -> int:
+    import importlib.metadata as md
+
+    import jax
+
+    from . import __version__
+
+    print(f"swe-jax {__version__}")
+    for pkg in ("jax", "jaxlib", "equinox", "diffrax", "numpy", "xarray", "netCDF4"):
+        try:
+            print(f"{pkg} {md.version(pkg)}")
+        except md.PackageNotFoundError:
+            print(f"{pkg} not installed")
+    print(f"backend: {jax.default_backend()}")
+    for d in jax.devices():
+        print(f"device: {d}")
+    print(f"default precision: {_default_precision()} (change with --precision)")
+    return 0
+
+
+def cmd_plot(args) -> int:
+    path = Path(args.file)
+    if not path.exists():
+        raise _BadInput(f"swe plot: file {str(path)!r} does not exist")
+    try:
+        import matplotlib
+    except ImportError:
+        raise _BadInput("swe plot needs matplotlib: pip install 'swe-jax[plot]'")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import xarray as xr
+
+    try:
+        ds = xr.open_dataset(path)
+    except Exception as exc:  # any unreadable file: one line
+        raise _BadInput(f"swe plot: cannot read {str(path)!r}: {exc}")
+    fields = [v for v in ds.data_vars if ds[v].dims == ("time", "y", "x")]
+    if args.var not in fields:
+        raise _BadInput(f"swe plot: variable {args.var!r} is not in the file; choose one of "
+                        f"{', '.join(fields)}")
+    seconds = (ds.time - ds.time[0]) / np.timedelta64(1, "s")
+    k = len(ds.time) - 1 if args.time is None else int(np.abs(seconds.values - args.time).argmin())
+    t = float(seconds[k])
+    frame = ds.isel(time=k)
+    var = frame[args.var]
+    units = var.attrs.get("units", "")
+    fig, ax = plt.subplots(figsize=(8, 5) if ds.sizes["y"] > 1 else (9, 4))
+    if ds.sizes["y"] == 1:
+        for j in np.linspace(0, len(ds.time) - 1, min(len(ds.time), 6)).astype(int):
+            s = float(seconds[j])
+            ax.plot(ds.x, ds[args.var].isel(time=j, y=0), label=f"t = {s:g} s")
+        if args.var in ("eta", "h"):
+            ax.plot(ds.x, ds.bed.isel(y=0), "k-", lw=1, label="bed")
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel(f"{args.var} ({units})")
+        ax.legend()
+    else:
+        mesh = ax.pcolormesh(ds.x, ds.y, var, shading="auto", cmap="viridis")
+        fig.colorbar(mesh, ax=ax, label=f"{var.attrs.get('long_name', args.var)} ({units})")
+        step = max(1, max(ds.sizes["x"], ds.sizes["y"]) // 25)
+        sub = frame.isel(x=slice(None, None, step), y=slice(None, None, step))
+        wet = sub.h > 1e-3
+        ax.quiver(sub.x, sub.y, sub.u.where(wet, 0.0), sub.v.where(wet, 0.0), color="w")
+        ax.set_aspect("equal")
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+    ax.set_title(f"{ds.attrs.get('title', path.name)}: {args.var} at t = {t:g} s")
+    out = Path(args.output or path.with_suffix(".png"))
+    fig.savefig(out, dpi=110, bbox_inches="tight")
+    print(f"wrote {out}")
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "list": cmd_list, "info": cmd_info, "plot": cmd_plot}
+
+
+def main(argv=None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except _BadInput as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"swe: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
