@@ -1,0 +1,147 @@
+"""The swe command end to end, in subprocesses, as a user runs it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import swe
+from swe.output import VARIABLES
+from swe.scenario import build
+
+ENV = {**os.environ, "SWE_CACHE_DIR": ""}
+
+
+def swe_cmd(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "swe", *args], capture_output=True, text=True,
+                          env=ENV, timeout=300, **kw)
+
+
+def test_run_writes_a_cf_file_equal_to_the_python_result(tmp_path):
+    out = tmp_path / "tmp.nc"
+    p = swe_cmd("run", "dam_break", "--set", "nx=200", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "200x1 = 200 cells" in p.stdout and "cell-updates/s" in p.stdout
+    assert "mass change" in p.stdout and str(out) in p.stdout
+    assert not (tmp_path / "tmp.nc.partial").exists()
+    ds = xr.open_dataset(out)
+    assert ds.attrs["Conventions"] == "CF-1.10"
+    assert "swe run dam_break --set nx=200" in ds.attrs["history"]
+    assert ds.attrs["param_nx"] == 200 and ds.attrs["riemann"] == "hllc"
+    for name in ("h", "u", "v", "eta", "bed", "max_depth", "max_speed", "arrival_time",
+                 "gauge_h", "x", "y", "time"):
+        assert name in ds.variables
+        for key in ("standard_name", "long_name"):
+            assert ds[name].attrs.get(key) == VARIABLES[name][key]
+        assert "units" in ds[name].attrs or "units" in ds[name].encoding
+    assert ds["x"].attrs["axis"] == "X" and ds["time"].attrs["axis"] == "T"
+    assert ds["h"].dims == ("time", "y", "x") and ds["gauge_h"].dims == ("gauge", "time")
+    assert np.all(np.diff(ds["time"].values) > np.timedelta64(0))
+    assert ds.sizes["time"] == 21
+    # Round trip: the file opens to what the Python API returns for the same run.
+    jax_x64 = __import__("jax").config.jax_enable_x64
+    assert jax_x64
+    sc = build("dam_break", {"nx": 200})
+    r = swe.simulate(sc.model, sc.state0, sc.t_end, sc.save_at, gauges=sc.gauges,
+                     arrival_threshold=sc.arrival_threshold)
+    ref = r.to_xarray()
+    for name in ref.variables:
+        if ref[name].dtype.kind == "f":
+            np.testing.assert_allclose(ds[name].values, ref[name].values, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(ds[name].values, ref[name].values)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "no_such_scenario"], "unknown scenario 'no_such_scenario'; choose one of"),
+    (["run", "dam_break", "--set", "nope=1"], "unknown parameter 'nope'"),
+    (["run", "dam_break", "--set", "nx=abc"], "not a Python literal"),
+    (["run", "dam_break", "--set", "nx"], "expected KEY=VALUE"),
+    (["run", "dam_break", "--set", "nx=0"], "nx=0 is invalid"),
+    (["run", "dam_break", "--limiter", "superbee"], "limiter='superbee' is not supported"),
+    (["run", "dam_break", "--cfl", "1.5"], "cfl=1.5 is invalid"),
+    (["run", "dam_break", "--precision", "float16"], "invalid choice"),
+    (["run", "missing_file.py"], "does not exist"),
+    (["plot", "missing.nc"], "does not exist"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_exits_2_with_one_line(args, needle):
+    p = swe_cmd(*args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_unreadable_file_and_broken_scenario_file(tmp_path):
+    bad = tmp_path / "bad.nc"
+    bad.write_text("not a netCDF file")
+    p = swe_cmd("plot", str(bad))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    script = tmp_path / "broken.py"
+    script.write_text("raise RuntimeError('boom')\n")
+    p = swe_cmd("run", str(script))
+    assert p.returncode == 2 and "boom" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_list_and_info():
+    p = swe_cmd("list")
+    assert p.returncode == 0
+    assert "radial_dam_break (default)" in p.stdout and "h_left = 10.0" in p.stdout
+    p = swe_cmd("info")
+    assert p.returncode == 0 and "jax " in p.stdout and "default precision" in p.stdout
+
+
+def test_blow_up_keeps_frames_and_reports_where(tmp_path):
+    script = tmp_path / "unstable.py"
+    script.write_text(
+        "import numpy as np\nimport swe\n\n"
+        "def build(dt=50.0):\n"
+        "    grid = swe.Grid(nx=40, ny=1, x=(0.0, 400.0))\n"
+        "    model = swe.ShallowWater(grid, bed=-2.0)\n"
+        "    x = np.asarray(grid.xc)\n"
+        "    s0 = swe.State.from_surface(model, eta=0.5 * np.exp(-((x - 200) / 30) ** 2)[None])\n"
+        "    return swe.Scenario(model, s0, t_end=5000.0, save_at=100.0,\n"
+        "                        run_options=dict(dt=dt))\n")
+    out = tmp_path / "u.nc"
+    p = swe_cmd("run", str(script), "-o", str(out), "--quiet")
+    assert p.returncode == 1
+    assert "blew up at t=" in p.stderr and "step" in p.stderr
+    partial = tmp_path / "u.nc.partial"
+    assert partial.exists() and not out.exists()
+    ds = xr.open_dataset(partial)
+    assert ds.sizes["time"] >= 1 and np.all(np.isfinite(ds["h"].values))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupted_run_keeps_a_readable_partial_file(tmp_path, sig):
+    out = tmp_path / "long.nc"
+    partial = tmp_path / "long.nc.partial"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swe", "run", "radial_dam_break", "--set", "n=120",
+         "--set", "t_end=2000.0", "-o", str(out), "--quiet"],
+        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 240
+        size = 0
+        # Wait until a few frames (each ~350 kB) are on disk, then kill between two of them.
+        while time.time() < deadline and size < 1_200_000:
+            time.sleep(0.2)
+            size = partial.stat().st_size if partial.exists() else 0
+        assert size >= 1_200_000, "the run never wrote frames"
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not out.exists() and partial.exists()
+    with xr.open_dataset(partial) as ds:
+        assert ds.sizes["time"] >= 2
+        assert np.all(np.diff(ds["time"].values) > np.timedelta64(0))
+        assert np.isfinite(ds["h"].values).all()
