@@ -246,12 +246,12 @@ class ZarrWriter:
                        [frame.time], fields, envelope_fields(frame.envelopes))
         ds.attrs["num_steps"] = int(frame.num_steps)
         if self.count == 0:
-            ds.to_zarr(self.partial, mode="w")
+            ds.to_zarr(self.partial, mode="w", consolidated=False)
         else:
             dynamic = [n for n in ds.data_vars if "time" in ds[n].dims]
             ds[dynamic].drop_vars([c for c in ("gauge", "gauge_x", "gauge_y") if c in ds]
-                                  ).to_zarr(self.partial, append_dim="time")
-            ds[list(ENVELOPES)].to_zarr(self.partial, mode="r+")
+                                  ).to_zarr(self.partial, append_dim="time", consolidated=False)
+            ds[list(ENVELOPES)].to_zarr(self.partial, mode="r+", consolidated=False)
         self.count += 1
 
     def close(self, complete: bool = True):

@@ -145,3 +145,28 @@ def test_interrupted_run_keeps_a_readable_partial_file(tmp_path, sig):
         assert ds.sizes["time"] >= 2
         assert np.all(np.diff(ds["time"].values) > np.timedelta64(0))
         assert np.isfinite(ds["h"].values).all()
+
+
+def test_zarr_output_and_plots(tmp_path):
+    store = tmp_path / "d.zarr"
+    p = swe_cmd("run", "dam_break", "--set", "nx=100", "--set", "t_end=5.0", "-o", str(store),
+                "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert store.is_dir() and not (tmp_path / "d.zarr.partial").exists()
+    ds = xr.open_zarr(store, consolidated=False)
+    assert ds.sizes["time"] == 21 and ds.attrs["Conventions"] == "CF-1.10"
+    assert ds["h"].attrs["standard_name"] == "sea_floor_depth_below_sea_surface"
+    assert float(ds["max_depth"].max()) == pytest.approx(10.0)
+    # 1-D profiles from a netCDF run, and a 2-D map with velocity arrows.
+    nc = tmp_path / "d.nc"
+    assert swe_cmd("run", "dam_break", "--set", "nx=100", "--set", "t_end=5.0", "-o", str(nc),
+                   "--quiet").returncode == 0
+    p = swe_cmd("plot", str(nc), "--var", "h", "-o", str(tmp_path / "d.png"))
+    assert p.returncode == 0 and (tmp_path / "d.png").stat().st_size > 10_000
+    r2 = tmp_path / "r.nc"
+    assert swe_cmd("run", "--set", "n=40", "--set", "t_end=5.0", "-o", str(r2),
+                   "--quiet").returncode == 0
+    p = swe_cmd("plot", str(r2), "--time", "2.5", "-o", str(tmp_path / "r.png"))
+    assert p.returncode == 0 and (tmp_path / "r.png").stat().st_size > 10_000
+    p = swe_cmd("plot", str(r2), "--var", "nope")
+    assert p.returncode == 2 and "choose one of h, u, v, eta" in p.stderr
