@@ -320,9 +320,12 @@ class ProgressBar:
         self.steps_before = 0
 
     def segment(self, ta, tb, steps_before):
+        """A new output interval ``[ta, tb]`` starts after ``steps_before`` steps."""
         self.ta, self.tb, self.steps_before = ta, tb, steps_before
+        self.update(0.0, 0)
 
     def update(self, fraction, steps):
+        """Called from the compiled loop: ``fraction`` of the current interval is done."""
         if not self.enabled:
             return
         elapsed = _time.perf_counter() - self.start
@@ -338,6 +341,8 @@ class ProgressBar:
         self.shown = True
 
     def end(self):
+        if self.enabled and self.shown:
+            self.update(1.0, 0)
         if self.shown:
             self.stream.write("\n")
             self.stream.flush()
@@ -348,7 +353,7 @@ class _BarMeter(diffrax.AbstractProgressMeter):
     ``refresh`` steps, so the loop is not slowed down)."""
 
     bar: ProgressBar = eqx.field(static=True)
-    refresh: int = eqx.field(static=True, default=25)
+    refresh: int = eqx.field(static=True, default=10)
 
     def init(self):
         return jnp.zeros((), jnp.int32)
