@@ -1,12 +1,13 @@
 """Lake at rest over a bumpy bed with a dry island: the well-balancing test.
 
 A square basin of side ``size`` (m), ``n`` cells a side, flat floor at z = 0 (m) with three
-Gaussian bumps: two submerged ones of crest ``bump_height`` (m) and one island of crest
-``island_height`` (m) that rises above the still water level ``eta0`` (m), so part of it is
-dry and the lake has a shoreline. The water starts at rest with a flat surface
+Gaussian bumps of e-folding radius about ``bump_width`` (m): two submerged ones, of crests
+``bump_height`` and ``0.75 bump_height`` (m), and an island of crest ``island_height`` (m)
+that rises above the still water level ``eta0`` (m), so part of it is dry and the lake has a
+shoreline. The water starts at rest with a flat surface
 ``eta = eta0``; the exact solution is that nothing ever moves. A well-balanced scheme
 (hydrostatic reconstruction, Audusse et al. 2004, SIAM J. Sci. Comput. 25, 2050) keeps the
-velocities at round-off (about 1e-12 m/s in float64) and the surface flat, wet/dry shoreline
+velocities at round-off (below 1e-12 m/s in float64) and the surface flat, wet/dry shoreline
 included; an unbalanced one generates spurious currents over every bump. The set-up follows
 the classic tests of LeVeque (1998, J. Comput. Phys. 146, 346) and Xing & Shu (2005), with
 an emerged bump added. Walls (``walls=True``) or transmissive outflow on all sides.

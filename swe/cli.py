@@ -266,7 +266,7 @@ def main(argv=None) -> int:
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except _BadInput as exc:
-        print(str(exc), file=sys.stderr)
+        print(str(exc).splitlines()[0], file=sys.stderr)
         return EXIT_BAD_INPUT
     except (ValueError, FileNotFoundError, OSError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -22,7 +22,9 @@ def test_dataset_has_cf_variables_and_round_trips_values():
         assert "units" in ds[name].attrs or "units" in ds[name].encoding
     assert ds["x"].attrs["axis"] == "X" and ds["y"].attrs["axis"] == "Y"
     assert ds["time"].attrs["axis"] == "T"
-    np.testing.assert_array_equal(ds["time"].values, [0, 1, 2, 3, 4])
+    seconds = (ds["time"].values - np.datetime64("2000-01-01T00:00:00")) / np.timedelta64(1, "s")
+    np.testing.assert_array_equal(seconds, [0, 1, 2, 3, 4])
+    assert ds["time"].encoding["units"] == "seconds since 2000-01-01 00:00:00"
     np.testing.assert_allclose(ds["x"].values, grid.xc)
     np.testing.assert_allclose(ds["y"].values, grid.yc)
     np.testing.assert_allclose(ds["h"].values, r.states.h)
