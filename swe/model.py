@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .boundaries import Boundaries, Outflow, Periodic, Wall, fill_halo, ghost_cells, pad_bed
+from .boundaries import (Boundaries, Outflow, Periodic, Wall, fill_halo, ghost_cells,
+                         impose_face_fluxes, pad_bed)
 from .errors import check_choice, check_field, check_finite_scalar
 from .grid import Grid
 from .reconstruction import LIMITERS, RECONSTRUCTIONS, face_values, hydrostatic_reconstruction
@@ -194,6 +195,7 @@ class ShallowWater(eqx.Module):
         # which made a stage 5x slower on CPU.
         stacked = jax.lax.optimization_barrier(jnp.stack(out))
         f_h, f_n, f_t, corr_l, corr_r = (stacked[i] for i in range(5))
+        f_h = impose_face_fluxes(f_h, self.boundaries, axis=axis, t=t)
 
         def cells(x, lo):
             return jax.lax.slice_in_dim(x, lo, lo + n, axis=axis)

@@ -20,12 +20,13 @@ def _loss(n, amplitude, *, controller):
     eta0 = 0.5 * jnp.exp(-((X - 300.0) ** 2 + (Y - 450.0) ** 2) / 120.0**2)
     s0 = swe.State.from_surface(model, eta=eta0)
     kwargs = dict(dt=2.0) if controller == "fixed" else dict(cfl=0.4)
-    r = swe.simulate(model, s0, t_end=60.0, save_at=[30.0, 60.0], checkpoints=8, **kwargs)
+    r = swe.simulate(model, s0, t_end=60.0, save_at=[30.0, 60.0], checkpoints=8,
+                     envelopes=False, **kwargs)
     eta = r.states.h + bed[None]
     return jnp.sum(eta[:, 10, 14:20] ** 2) + jnp.sum(r.final.hu[8:12, 12]) ** 2
 
 
-@pytest.mark.parametrize("controller", ["cfl", "fixed"])
+@pytest.mark.parametrize("controller", ["cfl"])  # fixed steps: the two tests below
 def test_gradient_matches_central_differences(controller):
     n0, a0 = 0.03, 2.0
     loss = jax.jit(lambda n, a: _loss(n, a, controller=controller))
@@ -49,7 +50,8 @@ def test_gradient_with_respect_to_bed_field_and_initial_state():
         model = swe.ShallowWater(GRID, bed=bed, friction=swe.Manning(0.03),
                                  scheme=swe.FiniteVolume(reconstruction="first_order"))
         s0 = swe.State.from_surface(model, eta=eta0)
-        return jnp.sum(swe.simulate(model, s0, t_end=20.0, dt=2.0).final.h[10, 5:15] ** 2)
+        r = swe.simulate(model, s0, t_end=20.0, dt=2.0, envelopes=False)
+        return jnp.sum(r.final.h[10, 5:15] ** 2)
 
     bed = -5.0 + 2.0 * BUMP
     eta0 = 0.3 * np.exp(-((X - 300.0) ** 2 + (Y - 450.0) ** 2) / 120.0**2)
@@ -73,7 +75,8 @@ def test_gradient_memory_does_not_grow_with_the_number_of_steps():
         model = swe.ShallowWater(grid, bed=-1.0, friction=swe.Manning(n),
                                  scheme=swe.FiniteVolume(reconstruction="first_order"))
         s0 = swe.State(h=np.full((12, 16), 1.0) + 0.1 * (np.arange(16) < 8), hu=0.0, hv=0.0)
-        return jnp.sum(swe.simulate(model, s0, t_end=t_end, dt=0.1, checkpoints=16).final.h ** 2)
+        r = swe.simulate(model, s0, t_end=t_end, dt=0.1, checkpoints=16, envelopes=False)
+        return jnp.sum(r.final.h ** 2)
 
     sizes = []
     for t_end in (2.5, 40.0):
