@@ -49,6 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--cfl", type=float, default=None, help="CFL number in (0, 1]")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
 
+    v = sub.add_parser("validate", help="run the validation cases and write validation/REPORT.md")
+    v.add_argument("cases", nargs="*", help="cases to run (default: all)")
+    v.add_argument("--quick", action="store_true", help="coarse grids (a few minutes, as in CI)")
+    v.add_argument("--report", default=None, help="report path (default: validation/REPORT.md)")
+
     sub.add_parser("list", help="list the built-in scenarios and their parameters")
     sub.add_parser("info", help="versions, devices and default precision")
 
@@ -171,6 +176,27 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _validation_package():
+    """``validation/`` lives in the source tree (it is evidence, not library code)."""
+    for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        if (root / "validation" / "report.py").is_file():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return root / "validation"
+    raise _BadInput("swe validate runs from a source checkout: no validation/ folder found "
+                    "here or beside the installed package")
+
+
+def cmd_validate(args) -> int:
+    _validation_package()
+    from validation.report import validate
+
+    results = validate(args.cases, quick=args.quick, report=args.report)
+    failed = [r.name for r in results if not r.passed]
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 def cmd_list(args) -> int:
     from .scenario import DEFAULT_SCENARIO, builtin_scenarios, load_module, parameters
 
@@ -258,7 +284,8 @@ def cmd_plot(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "info": cmd_info, "plot": cmd_plot}
+COMMANDS = {"run": cmd_run, "list": cmd_list, "info": cmd_info, "plot": cmd_plot,
+            "validate": cmd_validate}
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,144 @@
+"""Shared machinery of the validation cases: errors, fitted orders, tables, figures.
+
+Each case is a module ``validation/<name>.py`` with
+
+* ``TITLE`` (str) and ``run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult``;
+* a ``__main__`` block calling :func:`main`, so ``python validation/<name>.py [--quick]``
+  prints its table, saves its figures and exits non-zero if a threshold is missed.
+
+``swe validate`` runs them all and writes ``validation/REPORT.md`` from the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+FIGURES = HERE / "figures"
+
+
+@dataclasses.dataclass
+class Check:
+    """One threshold: what is measured, its value, the bound, and whether it holds."""
+
+    name: str
+    value: float
+    bound: str
+    passed: bool
+
+
+@dataclasses.dataclass
+class CaseResult:
+    """What a case reports: set-up and reference text, an error table, checks, figures."""
+
+    name: str
+    title: str
+    setup: str
+    reference: str
+    columns: list[str]
+    rows: list[list]
+    checks: list[Check]
+    figures: list[Path] = dataclasses.field(default_factory=list)
+    notes: str = ""
+    seconds: float = float("nan")
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def table(self) -> str:
+        """The error table as Markdown."""
+        head = "| " + " | ".join(self.columns) + " |"
+        rule = "|" + "|".join("---" for _ in self.columns) + "|"
+        body = ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in self.rows]
+        return "\n".join([head, rule, *body])
+
+    def checks_table(self) -> str:
+        lines = ["| check | value | threshold | result |", "|---|---|---|---|"]
+        for c in self.checks:
+            lines.append(f"| {c.name} | {_fmt(c.value)} | {c.bound} | "
+                         f"{'PASS' if c.passed else 'FAIL'} |")
+        return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        if v == 0 or np.isnan(v):
+            return f"{v:g}"
+        return f"{v:.3e}" if abs(v) < 1e-2 or abs(v) >= 1e4 else f"{v:.4g}"
+    return str(v)
+
+
+def rel_l1(q, exact) -> float:
+    """``sum|q - q_exact| / sum|q_exact|`` over the domain."""
+    q = np.asarray(q, dtype=float)
+    exact = np.asarray(exact, dtype=float)
+    return float(np.abs(q - exact).sum() / np.abs(exact).sum())
+
+
+def fitted_order(dx, errors) -> float:
+    """The slope of log(error) against log(dx), least squares over all resolutions."""
+    return float(np.polyfit(np.log(np.asarray(dx, float)), np.log(np.asarray(errors, float)), 1)[0])
+
+
+def check(name: str, value: float, *, below=None, above=None) -> Check:
+    if below is not None:
+        return Check(name, float(value), f"< {below:g}", bool(value < below))
+    return Check(name, float(value), f">= {above:g}", bool(value >= above))
+
+
+def convergence_figure(path: Path, dx, errors, label: str, order: float | None = None):
+    """Error against dx on log axes, with a reference slope."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dx = np.asarray(dx, float)
+    errors = np.asarray(errors, float)
+    fig, ax = plt.subplots(figsize=(4.5, 3.5))
+    ax.loglog(dx, errors, "o-", label=label)
+    if order is not None:
+        ref = errors[-1] * (dx / dx[-1]) ** round(order)
+        ax.loglog(dx, ref, "k--", lw=0.8, label=f"slope {round(order)}")
+    ax.set_xlabel("dx (m)")
+    ax.set_ylabel("relative L1 error")
+    ax.legend()
+    ax.grid(True, which="both", lw=0.3)
+    return save(fig, path)
+
+
+def save(fig, path: Path) -> Path:
+    """Saves a small PNG (the report commits them: keep each under ~200 kB)."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def main(run, argv=None) -> int:
+    """Command-line entry of one case: print the tables, exit 1 if a check fails."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="coarse grids (CI)")
+    args = p.parse_args(argv)
+    start = time.perf_counter()
+    result = run(quick=args.quick)
+    result.seconds = time.perf_counter() - start
+    print(f"# {result.title}\n\n{result.table()}\n\n{result.checks_table()}\n")
+    print(f"{'PASS' if result.passed else 'FAIL'} in {result.seconds:.1f} s")
+    return 0 if result.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit("run a case module, not common.py")
