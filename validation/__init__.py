@@ -1,0 +1,1 @@
+"""Validation cases of swe against exact and reference solutions (see common.py)."""
