@@ -37,7 +37,7 @@ CONFIGS = [
      None),
     ("2-D MUSCL-minmod, SSP-RK3", 2, dict(limiter="minmod"), "ssprk3", CFL, MUSCL2, None),
     ("1-D MUSCL-minmod, SSP-RK2", 1, dict(limiter="minmod"), "ssprk2", CFL, MUSCL1,
-     (50, 100, 200)),
+     (100, 200)),
     ("1-D MUSCL-van Leer, SSP-RK2", 1, dict(limiter="vanleer"), "ssprk2", CFL, MUSCL1, None),
     ("1-D MUSCL-van Leer, SSP-RK3", 1, dict(limiter="vanleer"), "ssprk3", CFL, MUSCL1, None),
     ("1-D first order, SSP-RK2", 1, dict(reconstruction="first_order"), "ssprk2", CFL,

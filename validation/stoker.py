@@ -222,8 +222,8 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
     hs, us = star_state(H_LEFT, 0.0, H_RIGHT, 0.0)
     setup = (
         f"Flat frictionless channel [{DOMAIN[0]:g}, {DOMAIN[1]:g}] m, one cell wide, walls at "
-        f"both ends, dam at x0 = {X0:g} m: h = {H_LEFT:g} m upstream, {H_RIGHT:g} m downstream, at rest, "
-        f"g = {G:g} m/s^2. Float64, CFL 0.45, SSP-RK2; grids dx = {grids} m. The default "
+        f"both ends, dam at x0 = {X0:g} m: h = {H_LEFT:g} m upstream, {H_RIGHT:g} m "
+        f"downstream, at rest, g = {G:g} m/s^2. Float64, CFL 0.45, SSP-RK2; grids dx = {grids} m. The default "
         "scheme (`swe.FiniteVolume()`: MUSCL-minmod on surface, depth and velocity, HLLC) "
         "carries the checks; the initial depth is the exact cell average of the step (the "
         "cell centred on the dam at dx = 8 m holds their mean)"
