@@ -7,7 +7,6 @@ sources, friction); a term that is absent is not traced, so it costs nothing.
 from __future__ import annotations
 
 import functools
-import math
 
 import equinox as eqx
 import jax
@@ -351,10 +350,9 @@ class ShallowWater(eqx.Module):
         a = self.max_wave_speed(state)
         if beds is not None:
             a = jnp.maximum(a, self.boundary_wave_speed(t, state, beds))
-        sweeps = self._sweeps()
-        spacing = min(self.grid.dx if 1 in sweeps else math.inf,
-                      self.grid.dy if 0 in sweeps else math.inf)
-        spacing = min(self.grid.dx, self.grid.dy) if math.isinf(spacing) else spacing
+        # Only swept directions constrain the step (a 1-D channel ignores its width).
+        spacing = min([self.grid.dx if axis == 1 else self.grid.dy for axis in self._sweeps()]
+                      or [self.grid.dx, self.grid.dy])
         return jnp.where(a > 0.0, cfl * spacing / jnp.where(a > 0.0, a, 1.0), jnp.inf)
 
 

@@ -3,8 +3,7 @@
 import numpy as np
 
 import swe
-
-GAUSS = (np.array([-np.sqrt(3 / 5), 0.0, np.sqrt(3 / 5)]), np.array([5, 8, 5]) / 18)
+from validation.smooth_convergence import cell_average  # noqa: F401  (one copy)
 
 
 def simple_wave(s, t, *, g=9.81, h0=1.0, eps=0.1, wavelength=1.0):
@@ -22,16 +21,6 @@ def simple_wave(s, t, *, g=9.81, h0=1.0, eps=0.1, wavelength=1.0):
         xi = xi - f / (1 + 3 * eps * k * np.cos(k * xi) * t)
     c = c0 + eps * np.sin(k * xi)
     return c * c / g, 2 * (c - c0)
-
-
-def cell_average(fn, X, Y, dx, dy):
-    """Tensor Gauss-Legendre (3x3) cell averages of ``fn(x, y)``."""
-    pts, w = GAUSS
-    total = 0.0
-    for px, wx in zip(pts, w):
-        for py, wy in zip(pts, w):
-            total = total + wx * wy * fn(X + px * dx / 2, Y + py * dy / 2)
-    return total
 
 
 def bumpy_bed(grid):
