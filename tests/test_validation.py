@@ -9,17 +9,7 @@ import pytest
 from validation.report import CASES, run_case, write_report
 
 
-# Known solver limitations, tracked in the validation issue. strict=True: the day one
-# passes, this list must shrink.
-KNOWN_FAILURES = {
-    "ritter": "the wet-dry front lags the exact one by more than 3% at coarse dx "
-              "(it converges slowly, order ~0.7, in the cells crossed; the L1 error passes)",
-}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[c]))
-    if c in KNOWN_FAILURES else c for c in CASES])
+@pytest.mark.parametrize("name", CASES)
 def test_validation_case_passes_quick(name, tmp_path):
     result = run_case(name, quick=True, outdir=tmp_path)
     failed = [f"{c.name} = {c.value:.4g} ({c.bound})" for c in result.checks if not c.passed]
