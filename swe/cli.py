@@ -1,4 +1,4 @@
-"""The ``swe`` command: run, list, info, plot. Argument handling and error reporting only;
+"""The ``swe`` command: run, validate, bench, list, info, plot. Argument handling and error reporting only;
 the numerics live elsewhere.
 
 Bad input (an unknown scenario, key, value or file) prints one line and exits with code 2;
@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("cases", nargs="*", help="cases to run (default: all)")
     v.add_argument("--quick", action="store_true", help="coarse grids (a few minutes, as in CI)")
     v.add_argument("--report", default=None, help="report path (default: validation/REPORT.md)")
+
+    b = sub.add_parser("bench", help="the performance benchmark: one JSON line per timed run")
+    from .bench import add_arguments
+
+    add_arguments(b)
 
     sub.add_parser("list", help="list the built-in scenarios and their parameters")
     sub.add_parser("info", help="versions, devices and default precision")
@@ -197,6 +202,12 @@ def cmd_validate(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_bench(args) -> int:
+    from .bench import main_from_args
+
+    return main_from_args(args)
+
+
 def cmd_list(args) -> int:
     from .scenario import DEFAULT_SCENARIO, builtin_scenarios, load_module, parameters
 
@@ -284,7 +295,7 @@ def cmd_plot(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "list": cmd_list, "info": cmd_info, "plot": cmd_plot,
+COMMANDS = {"run": cmd_run, "bench": cmd_bench, "list": cmd_list, "info": cmd_info, "plot": cmd_plot,
             "validate": cmd_validate}
 
 
