@@ -186,35 +186,46 @@ class AbstractLandingController(diffrax.AbstractStepSizeController):
     When the next stop is less than two steps away the remaining interval is halved rather
     than leaving a sliver of a step. No step exceeds ``dt_max``; while the domain is dry (no
     wave speed bounds the step, yet rain may be falling) the step is ``dt_dry``.
+
+    The controller is also the blow-up detector: it already reduces the state to a step
+    size after every step, so a NaN there (NaN or inf in a wet cell) or a step below
+    ``dt_min`` ends the solve with ``RESULTS.dt_min_reached``, without a second pass over
+    the state.
     """
 
     stops: eqx.AbstractVar[Array]
     dt_max: eqx.AbstractVar[Array]
     dt_dry: eqx.AbstractVar[Array]
+    dt_min: eqx.AbstractVar[Array]
 
     @abc.abstractmethod
     def proposed_dt(self, t, y, args) -> Array:
-        """The step the physics allows from state ``y`` at time ``t``."""
+        """The step the physics allows from state ``y`` at time ``t`` (NaN if ``y`` is)."""
 
     def _next_t1(self, t, y, args):
         dt = self.proposed_dt(t, y, args)
+        failed = jnp.isnan(dt) | (dt < self.dt_min)
         dt = jnp.where(jnp.isfinite(dt), dt, self.dt_dry)
         dt = jnp.minimum(dt, self.dt_max).astype(jnp.result_type(t))
         idx = jnp.clip(jnp.searchsorted(self.stops, t, side="right"), 0, self.stops.size - 1)
         stop = self.stops[idx]
         remaining = stop - t
         half = t + 0.5 * remaining
-        return jnp.where(remaining <= dt, stop, jnp.where(remaining < 2.0 * dt, half, t + dt))
+        t_next = jnp.where(remaining <= dt, stop, jnp.where(remaining < 2.0 * dt, half, t + dt))
+        return t_next, failed
 
     def wrap(self, direction):
         return self
 
     def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
-        return self._next_t1(t0, y0, args), None
+        # A bad initial state fails at the first step's end, with the first step's result.
+        return self._next_t1(t0, y0, args)[0], None
 
     def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order,
                         controller_state):
-        return True, t1, self._next_t1(t1, y1_candidate, args), False, None, RESULTS.successful
+        t_next, failed = self._next_t1(t1, y1_candidate, args)
+        result = RESULTS.where(failed, RESULTS.dt_min_reached, RESULTS.successful)
+        return True, t1, t_next, False, None, result
 
 
 class CFLController(AbstractLandingController):
@@ -225,6 +236,7 @@ class CFLController(AbstractLandingController):
     stops: Array
     dt_max: Array
     dt_dry: Array
+    dt_min: Array
 
     def proposed_dt(self, t, y, args):
         return self.model.stable_time_step(state_of(y), self.cfl, t, args)
@@ -233,10 +245,13 @@ class CFLController(AbstractLandingController):
 class FixedController(AbstractLandingController):
     """A fixed ``dt`` (still shortened to land on output times)."""
 
+    model: ShallowWater
     dt: Array
     stops: Array
     dt_max: Array
     dt_dry: Array
+    dt_min: Array
 
     def proposed_dt(self, t, y, args):
-        return self.dt
+        # The wave speed is only looked at for NaN: the blow-up check.
+        return jnp.where(jnp.isnan(self.model.max_wave_speed(state_of(y))), jnp.nan, self.dt)
