@@ -170,3 +170,20 @@ def test_zarr_output_and_plots(tmp_path):
     assert p.returncode == 0 and (tmp_path / "r.png").stat().st_size > 10_000
     p = swe_cmd("plot", str(r2), "--var", "nope")
     assert p.returncode == 2 and "choose one of h, u, v, eta" in p.stderr
+
+
+def test_second_process_takes_the_solver_from_the_persistent_cache(tmp_path):
+    env = {**os.environ, "SWE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def compile_seconds():
+        p = subprocess.run([sys.executable, "-m", "swe", "run", "dam_break", "--set", "nx=50",
+                            "-o", str(tmp_path / "out.nc")], capture_output=True, text=True,
+                           env=env, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return float(p.stdout.split(" s of it compiling")[0].rsplit("(", 1)[1])
+
+    first = compile_seconds()
+    # The compiled run itself is in the cache (no host callback keeps it out).
+    assert any(f.name.startswith("jit__solve") for f in (tmp_path / "cache").iterdir())
+    second = compile_seconds()
+    assert second < 0.7 * first, (first, second)

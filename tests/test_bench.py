@@ -1,0 +1,89 @@
+"""The benchmark: its JSON records, agreement with the NumPy reference, and that changing
+only parameter values does not recompile. Timing itself lives in scripts/, not here."""
+
+import json
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import swe
+from swe import bench
+from swe.cli import main
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+
+def test_bench_prints_one_json_record_per_run_with_the_specified_keys(capsys):
+    assert main(["bench", "--n", "16", "--repeat", "2", "--t-end", "0.05",
+                 "--precision", "both", "--stream", "20"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(records) == 4
+    for r in records:
+        assert set(bench.KEYS) <= set(r)
+        assert r["solver"] == "swe" and r["N"] == 16 and r["cells"] == 256
+        assert r["t_final"] == pytest.approx(0.05, rel=1e-6)
+        assert r["steps"] > 0 and r["wall_s"] > 0 and r["compile_s"] > 0
+        assert r["cell_updates_per_s"] == pytest.approx(r["cells"] * r["steps"] / r["wall_s"])
+        assert r["mass_rel_err"] == abs(r["mass_final"] - r["mass_initial"]) / r["mass_initial"]
+        assert r["mass_rel_err"] < (1e-6 if r["precision"] == "float32" else 1e-13)
+        assert 1.0 < r["h_max_final"] <= 2.0
+        assert r["roofline_fraction"] == pytest.approx(r["achieved_GBs"] / 20.0)
+        assert "HLLC" in r["method"] and r["precision"] in r["method"]
+    assert {r["precision"] for r in records} == {"float32", "float64"}
+
+
+def test_bench_rejects_bad_options(capsys):
+    assert main(["bench", "--n", "0"]) == 2
+    assert "n=0" in capsys.readouterr().err
+    assert main(["bench", "--riemann", "roe"]) == 2
+
+
+def test_numpy_reference_and_swe_agree_on_the_benchmark_problem():
+    import numpy_reference
+
+    n = 48
+    ref = numpy_reference.run(n)
+    first = next(bench.run(n, riemann="hll", reconstruction="first_order",
+                           integrator="euler", repeat=1, keep_state=True))
+    default = next(bench.run(n, repeat=1, keep_state=True))
+    assert ref["mass_rel_err"] == 0.0 and ref["t_final"] == 1.0
+    assert first["mass_initial"] == pytest.approx(ref["mass_initial"], rel=1e-15)
+
+    def rel_l1(a, b):
+        return float(np.abs(a - b).sum() / np.abs(b).sum())
+
+    # The same scheme: they differ only in how the last steps land on t = 1 (swe halves
+    # the remaining interval when it is under two steps), far below the scheme's error.
+    coarse = numpy_reference.run(n // 2)["h"]
+    fine_avg = ref["h"].reshape(n // 2, 2, n // 2, 2).mean(axis=(1, 3))
+    discretisation = rel_l1(coarse, fine_avg)  # first-order error scale at n/2
+    assert rel_l1(first["h"], ref["h"]) < 0.02 * discretisation
+    # The default (second-order) scheme differs from the NumPy first-order result by about
+    # the first-order scheme's own error, no more.
+    assert rel_l1(default["h"], ref["h"]) < discretisation
+
+
+def test_changing_parameter_values_does_not_recompile():
+    compiles = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(event)
+
+    model, s0 = bench.problem(24)
+    # Inputs are built first: building them runs small eager operations of their own.
+    variants = [(swe.ShallowWater(model.grid, g=g, bed=np.full(model.grid.shape, b)),
+                 swe.State(h=np.where(np.asarray(s0.h) > 1.0, amp, 1.0), hu=s0.hu, hv=s0.hv),
+                 cfl) for g, b, amp, cfl in ((9.81, -0.5, 3.0, 0.3), (0.5, 0.2, 1.5, 0.45))]
+    swe.simulate(model, s0, 0.2, save_at=[0.2])
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        for m, s, cfl in variants:
+            swe.simulate(m, s, 0.2, save_at=[0.2], cfl=cfl)
+        assert not compiles, "a parameter change triggered a recompilation"
+    finally:
+        jax.monitoring.clear_event_listeners()
