@@ -1,0 +1,101 @@
+"""Cost and memory of a reverse-mode gradient through a whole run (issue targets: gradient
+at most 3x a forward run; peak memory bounded as the step count doubles).
+
+    python scripts/bench_gradient.py [--n 128] [--steps 1000] [--repeat 3]
+
+Problem: the benchmark dam break (``swe.bench.problem``) on ``n x n`` cells over a bed with
+a Gaussian bump, Manning friction, ``steps`` fixed steps (dt = 0.004 s, CFL about 0.2).
+Loss: the squared misfit of the depth at 4 gauges, at 10 output times, against synthetic
+observations made with another Manning n. Gradient with respect to Manning n and the
+whole bed field, by ``jax.grad`` through ``swe.simulate`` (diffrax's recursive
+checkpointing, ``checkpoints`` states kept). Prints one JSON line: forward and gradient
+medians (s), their ratio, and XLA's temporary-buffer size of the compiled gradient at
+``steps`` and ``2 * steps`` (the peak memory beyond inputs and outputs).
+"""
+
+import argparse
+import json
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+import swe  # noqa: E402
+from swe import bench  # noqa: E402
+
+DT = 0.004
+GAUGES = ((-1.0, 0.0), (0.0, 1.2), (1.5, 1.5), (0.8, -0.3))
+
+
+def make_loss(n: int, steps: int, checkpoints: int):
+    model0, s0 = bench.problem(n)
+    grid = model0.grid
+    x, y = (np.asarray(a) for a in grid.cell_centers())
+    bump = 0.2 * np.exp(-((x - 1.0) ** 2 + y**2) / 0.3**2)
+    idx = [grid.cell_index(gx, gy) for gx, gy in GAUGES]
+    rows, cols = (np.array(a) for a in zip(*idx))
+    t_end = steps * DT
+    save_at = np.linspace(t_end / 10, t_end, 10)
+
+    def gauges(n_manning, bed):
+        model = swe.ShallowWater(grid, bed=bed, g=1.0, friction=swe.Manning(n_manning))
+        state = swe.State(h=jnp.maximum(s0.h - bed, 0.0), hu=s0.hu, hv=s0.hv)
+        r = swe.simulate(model, state, t_end, save_at=save_at, dt=DT, envelopes=False,
+                         checkpoints=checkpoints, max_steps=steps + 16)
+        return r.states.h[:, rows, cols]
+
+    observed = jax.jit(gauges)(0.03, jnp.asarray(bump))
+
+    def loss(n_manning, bed):
+        return jnp.sum((gauges(n_manning, bed) - observed) ** 2)
+
+    return loss, jnp.asarray(bump)
+
+
+def median_time(f, *args, repeat):
+    jax.block_until_ready(f(*args))
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        jax.block_until_ready(f(*args))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def temp_bytes(f, *args):
+    mem = f.lower(*args).compile().memory_analysis()
+    return None if mem is None else int(mem.temp_size_in_bytes)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=128)
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--checkpoints", type=int, default=64)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args(argv)
+    loss, bed = make_loss(args.n, args.steps, args.checkpoints)
+    forward = jax.jit(loss)
+    gradient = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    n0 = 0.025
+    t_fwd = median_time(forward, n0, bed, repeat=args.repeat)
+    t_grad = median_time(gradient, n0, bed, repeat=args.repeat)
+    g_n, g_bed = gradient(n0, bed)
+    loss2, _ = make_loss(args.n, 2 * args.steps, args.checkpoints)
+    record = dict(
+        N=args.n, steps=args.steps, checkpoints=args.checkpoints, forward_s=t_fwd,
+        gradient_s=t_grad, gradient_over_forward=t_grad / t_fwd,
+        dloss_dn=float(g_n), dloss_dbed_norm=float(jnp.linalg.norm(g_bed)),
+        grad_temp_bytes=temp_bytes(gradient, n0, bed),
+        grad_temp_bytes_2x_steps=temp_bytes(jax.jit(jax.grad(loss2, argnums=(0, 1))), n0, bed),
+        forward_temp_bytes=temp_bytes(forward, n0, bed), threads=bench.cpu_threads(),
+        backend=jax.default_backend())
+    print(json.dumps(record), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Ensembles: many parameter sets or initial states in one compiled, vmapped run.
+
+``simulate_ensemble(models, states, t_end, ...)`` takes a list of models (say, 64 Manning
+coefficients) and/or a list of initial states, stacks what differs between the members,
+and runs them all through ``jax.vmap`` of the same compiled solve. Leaves that all members
+share (the grid, and the bed when only friction varies) are not copied. Each member keeps
+its own CFL time step: members that finish early idle, masked, while the others go on.
+"""
+
+from __future__ import annotations
+
+import time as _time
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .model import ShallowWater
+from .simulate import Result, _check_gauges, _prepare, _raise_failure, _solve
+from .state import State
+from .stepping import Envelopes, Tracked, state_of
+
+
+class EnsembleResult(eqx.Module):
+    """Frames of every member: ``times`` ``(members, time)``, ``states`` with leading
+    ``(members, time)`` axes, ``num_steps`` per member. ``members`` labels them (for
+    example the parameter values) and becomes the ``ensemble`` coordinate in xarray."""
+
+    results: tuple[Result, ...]
+    members: tuple = eqx.field(static=True)
+    member_name: str = eqx.field(static=True, default="member")
+    wall_time: float = eqx.field(static=True, default=float("nan"))
+
+    def __len__(self):
+        return len(self.results)
+
+    def member(self, index: int) -> Result:
+        return self.results[index]
+
+    @property
+    def num_steps(self):
+        return np.array([int(r.num_steps) for r in self.results])
+
+    def to_xarray(self, start_time: str = "2000-01-01T00:00:00", attrs=None):
+        """One Dataset with an ``ensemble`` dimension first: ``(ensemble, time, y, x)``."""
+        import xarray as xr
+
+        datasets = [r.to_xarray(start_time=start_time, attrs=attrs) for r in self.results]
+        static = [name for name in datasets[0].data_vars if "time" not in datasets[0][name].dims
+                  and name not in ("max_depth", "max_speed", "arrival_time")
+                  and all(d[name].equals(datasets[0][name]) for d in datasets[1:])]
+        ds = xr.concat(datasets, dim="ensemble", data_vars="all", coords="minimal",
+                       compat="override", join="override")
+        for name in static:  # the same in every member: stored once
+            ds[name] = datasets[0][name]
+        ds = ds.assign_coords(ensemble=("ensemble", np.asarray(self.members)))
+        ds["ensemble"].attrs.update(long_name=f"ensemble member ({self.member_name})")
+        ds.attrs["ensemble_members"] = len(self.results)
+        return ds
+
+
+def _members(models, states):
+    single_model = isinstance(models, ShallowWater)
+    single_state = isinstance(states, State)
+    models = [models] if single_model else list(models)
+    states = [states] if single_state else list(states)
+    if not models or not states:
+        raise ValueError("simulate_ensemble needs at least one model and one state")
+    count = max(len(models), len(states))
+    for name, seq in (("models", models), ("states", states)):
+        if len(seq) not in (1, count):
+            raise ValueError(f"{name} has {len(seq)} members; expected 1 or {count} "
+                             "(the size of the ensemble)")
+    return models * (count // len(models)), states * (count // len(states))
+
+
+def _stack(trees):
+    """Stack the array leaves that differ between ``trees``; share the others.
+
+    Returns the stacked tree and its ``vmap`` axes (0 for stacked leaves, None otherwise).
+    """
+    first = trees[0]
+    leaves = [jax.tree.leaves(t) for t in trees]
+    structure = jax.tree.structure(first)
+    for t in trees[1:]:
+        if jax.tree.structure(t) != structure:
+            raise ValueError("every ensemble member must have the same structure (the same "
+                             "grid, scheme, boundary kinds and physics terms); only values "
+                             "may differ")
+    out, axes = [], []
+    for column in zip(*leaves):
+        arrays = [np.asarray(x) for x in column]
+        if all(a.shape == arrays[0].shape and np.array_equal(a, arrays[0]) for a in arrays[1:]):
+            out.append(column[0])
+            axes.append(None)
+        else:
+            out.append(jnp.stack([jnp.asarray(x) for x in column]))
+            axes.append(0)
+    return jax.tree.unflatten(structure, out), jax.tree.unflatten(structure, axes)
+
+
+@eqx.filter_jit
+def _solve_batch(model, y0, model_axes, y_axes, t0, t1, stops, save_ts, controls, integrator,
+                 max_steps, checkpoints):
+    def one(m, y):
+        return _solve(m, y, t0, t1, stops, save_ts, controls, integrator, max_steps,
+                      checkpoints)
+
+    return jax.vmap(one, in_axes=(model_axes, y_axes))(model, y0)
+
+
+def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
+                      member_name: str = "member", t0=0.0, cfl=0.45, dt=None,
+                      integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
+                      checkpoints: int = 64, dt_min=None, dt_max=None, envelopes: bool = True,
+                      arrival_threshold=0.01, gauges=()) -> EnsembleResult:
+    """Run every member in one vmapped, compiled call; arguments as :func:`swe.simulate`.
+
+    ``models`` is a :class:`ShallowWater` or a list of them; ``states`` a :class:`State` or
+    a list; a single one is shared by all members. ``members`` labels the members (default
+    0, 1, ...). Raises :class:`~swe.SimulationError` naming the first member that failed.
+    """
+    models, states = _members(models, states)
+    runs = [_prepare(m, s, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
+                     dt_min, dt_max) for m, s in zip(models, states)]
+    run = runs[0]
+    labels = tuple(range(len(runs))) if members is None else tuple(members)
+    if len(labels) != len(runs):
+        raise ValueError(f"members has {len(labels)} labels for {len(runs)} ensemble members")
+    gauges = _check_gauges(gauges, run.model)
+    y0s = [r.state0 for r in runs]
+    if envelopes:
+        y0s = [Tracked(y, Envelopes.start(run.t0, y, arrival_threshold, r.model.h_dry))
+               for y, r in zip(y0s, runs)]
+    model, model_axes = _stack([r.model for r in runs])
+    y0, y_axes = _stack(y0s)
+    stops = np.unique(np.append(run.times, run.t_end))
+    only_end = run.times.size == 1 and run.times[0] == run.t_end
+    start = _time.perf_counter()
+    ts, ys, result, num_steps = _solve_batch(
+        model, y0, model_axes, y_axes, jnp.asarray(run.t0, run.dtype),
+        jnp.asarray(run.t_end, run.dtype), jnp.asarray(stops, run.dtype),
+        None if only_end else jnp.asarray(run.times, run.dtype), run.controls,
+        run.integrator, run.max_steps, checkpoints)
+    jax.block_until_ready(ys)
+    wall = _time.perf_counter() - start
+    n = run.times.size
+    last = 0 if only_end else n
+    results = []
+    ok = np.asarray(result == diffrax.RESULTS.successful)
+    for k, r in enumerate(runs):
+        ts_k, ys_k = ts[k], jax.tree.map(lambda x: x[k], ys)
+        if not ok[k]:
+            try:
+                _raise_failure(jax.tree.map(lambda v: v[k], result), ts_k, state_of(ys_k), num_steps[k], run.max_steps)
+            except Exception as exc:
+                raise type(exc)(f"ensemble member {labels[k]!r}: {exc}", time=exc.time,
+                                step=exc.step) from None
+        states_k = jax.tree.map(lambda x: x[:n], state_of(ys_k))
+        env = jax.tree.map(lambda x: x[last], ys_k.envelopes) if envelopes else None
+        results.append(Result(model=r.model, times=ts_k[:n], states=states_k,
+                              num_steps=num_steps[k], envelopes=env, gauges=gauges,
+                              wall_time=wall, settings=r.settings))
+    return EnsembleResult(tuple(results), labels, member_name, wall)
+
+
+__all__ = ["EnsembleResult", "simulate_ensemble"]
