@@ -90,12 +90,18 @@ class CompileClock:
         import jax
 
         self.seconds = 0.0
+        self.cache_hits = 0  # programs taken from JAX's persistent compilation cache
         self.active = False
         jax.monitoring.register_event_duration_secs_listener(self._listen)
+        jax.monitoring.register_event_listener(self._count)
 
     def _listen(self, event, duration, **kwargs):
         if self.active and event in _COMPILE_EVENTS:
             self.seconds += duration
+
+    def _count(self, event, **kwargs):
+        if self.active and event == "/jax/compilation_cache/cache_hits":
+            self.cache_hits += 1
 
     def __enter__(self):
         self.active = True

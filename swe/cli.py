@@ -180,7 +180,7 @@ def cmd_run(args) -> int:
         rel = (m1 - m0) / m0 if m0 else float("nan")
         print(f"swe run {Path(name).stem}: {model.grid.nx}x{model.grid.ny} = {cells} cells, "
               f"{last.num_steps} steps, {wall:.2f} s wall ({clock.seconds:.2f} s of it "
-              "compiling), "
+              f"compiling; programs from the persistent cache: {clock.cache_hits}), "
               f"{cells * last.num_steps / wall:.3g} cell-updates/s, "
               f"mass change {rel:+.2e} (relative), {precision}, wrote {output}")
     return 0

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .boundaries import (Boundaries, Outflow, Periodic, Wall, fill_halo, ghost_cells,
+from .boundaries import (Boundaries, Outflow, Periodic, Wall, ghost_cells,
                          impose_face_fluxes, pad_bed)
 from .errors import check_choice, check_field, check_finite_scalar
 from .grid import Grid
@@ -165,16 +165,40 @@ class ShallowWater(eqx.Module):
 
     # --- operators ---------------------------------------------------------------------------
 
-    def directional_fluxes(self, t, state: State, bed_padded, axis: int) -> Fluxes:
-        """Hydrostatically reconstructed fluxes across the faces normal to ``axis``."""
+    def velocities(self, state: State):
+        """``(u, v)``, desingularised, once per stage for both sweeps (a square root and a
+        division per cell each: worth computing once)."""
+        uv = (desingularised_velocity(state.h, state.hu, self.h_dry),
+              desingularised_velocity(state.h, state.hv, self.h_dry))
+        # Materialised: otherwise XLA fuses (recomputes) them into every consumer.
+        return jax.lax.optimization_barrier(uv)
+
+    def directional_fluxes(self, t, state: State, bed_padded, axis: int,
+                           velocities=None) -> Fluxes:
+        """Hydrostatically reconstructed fluxes across the faces normal to ``axis``.
+
+        ``velocities``: :meth:`velocities` of ``state``, if already computed.
+        """
         n = state.h.shape[axis]
         spacing = self.grid.dx if axis == 1 else self.grid.dy
         qn, qt = (state.hu, state.hv) if axis == 1 else (state.hv, state.hu)
+        u, v = self.velocities(state) if velocities is None else velocities
+        un, ut = (u, v) if axis == 1 else (v, u)
         ng = self.scheme.ghost_cells
-        h, qn, qt = fill_halo(state.h, qn, qt, bed_padded, self.boundaries, axis=axis, ng=ng,
-                              t=t, g=self.g, h_dry=self.h_dry)
-        un = desingularised_velocity(h, qn, self.h_dry)
-        ut = desingularised_velocity(h, qt, self.h_dry)
+        # Ghost cells come as (h, q) from the boundary conditions; only their (thin)
+        # strips need velocities computed here.
+        lo, hi = ghost_cells(state.h, qn, qt, bed_padded, self.boundaries, axis=axis, ng=ng,
+                             t=t, g=self.g, h_dry=self.h_dry)
+
+        def pad(low, interior, high):
+            return jnp.concatenate([low, interior, high], axis=axis)
+
+        def ghost_velocity(ghost, k):
+            return desingularised_velocity(ghost[0], ghost[k], self.h_dry)
+
+        h = pad(lo[0], state.h, hi[0])
+        un = pad(ghost_velocity(lo, 1), un, ghost_velocity(hi, 1))
+        ut = pad(ghost_velocity(lo, 2), ut, ghost_velocity(hi, 2))
         limiter = self.scheme.limiter_fn
         faces = functools.partial(face_values, axis=axis, n=n, limiter=limiter)
         hL, hR = faces(h)
@@ -208,7 +232,9 @@ class ShallowWater(eqx.Module):
         return Fluxes(f_h / spacing, f_n / spacing, f_t / spacing, source / spacing)
 
     def all_fluxes(self, t, state: State, beds) -> dict[int, Fluxes]:
-        return {axis: self.directional_fluxes(t, state, beds[axis], axis) for axis in beds}
+        velocities = self.velocities(state)
+        return {axis: self.directional_fluxes(t, state, beds[axis], axis, velocities)
+                for axis in beds}
 
     def forcing(self, t, state: State):
         """Pointwise explicit sources ``(dh, dhu, dhv)`` (Coriolis, wind, mass); None if absent."""

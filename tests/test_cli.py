@@ -175,15 +175,15 @@ def test_zarr_output_and_plots(tmp_path):
 def test_second_process_takes_the_solver_from_the_persistent_cache(tmp_path):
     env = {**os.environ, "SWE_CACHE_DIR": str(tmp_path / "cache")}
 
-    def compile_seconds():
+    def cache_hits():
         p = subprocess.run([sys.executable, "-m", "swe", "run", "dam_break", "--set", "nx=50",
                             "-o", str(tmp_path / "out.nc")], capture_output=True, text=True,
                            env=env, timeout=300)
         assert p.returncode == 0, p.stderr
-        return float(p.stdout.split(" s of it compiling")[0].rsplit("(", 1)[1])
+        return int(p.stdout.split("programs from the persistent cache: ")[1].split(")")[0])
 
-    first = compile_seconds()
-    # The compiled run itself is in the cache (no host callback keeps it out).
+    assert cache_hits() == 0
+    # The compiled run itself is in the cache (no host callback keeps it out)...
     assert any(f.name.startswith("jit__solve") for f in (tmp_path / "cache").iterdir())
-    second = compile_seconds()
-    assert second < 0.7 * first, (first, second)
+    # ...and a second process takes it from there.
+    assert cache_hits() >= 1
