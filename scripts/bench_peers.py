@@ -6,7 +6,8 @@ Runs, in this one process, interleaved round by round (so that a noisy machine s
 of them alike) and repeated ``--repeat`` times (medians reported):
 
 * swe, default scheme (MUSCL-minmod + HLLC, hydrostatic reconstruction, positivity limiter,
-  SSP-RK2, CFL 0.45) and first-order HLL with forward Euler, each in float64 and float32;
+  SSP-RK2, CFL 0.45) and first-order HLL with forward Euler, each in float64 and float32,
+  and the default scheme with the MC limiter (PyClaw's) in float64;
 * ``numpy_reference.py``: the same first-order HLL scheme in plain vectorised NumPy;
 * PyClaw (``pyclaw_reference.py``: Fortran, ``shallow_roe_with_efix_2D``, order 2, MC,
   CFL 0.9), if clawpack is installed, with its default dimensional splitting and unsplit.
@@ -38,6 +39,7 @@ def _swe_configs(quick_schemes):
     first = dict(riemann="hll", reconstruction="first_order", limiter="minmod",
                  integrator="euler")
     configs = [("swe default f64", dict(default, precision="float64")),
+               ("swe MUSCL-MC f64", dict(default, limiter="mc", precision="float64")),
                ("swe 1st-order f64", dict(first, precision="float64"))]
     if not quick_schemes:
         configs += [("swe default f32", dict(default, precision="float32")),

@@ -48,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--limiter", default=None, help="minmod, mc or vanleer")
     r.add_argument("--cfl", type=float, default=None, help="CFL number in (0, 1]")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    r.add_argument("--mesh", default=None, metavar="YxX",
+                   help="split the grid over a device mesh, e.g. 2x4 (2 along y, 4 along x)")
+    r.add_argument("--devices", type=int, default=None, metavar="N",
+                   help="split the grid over N devices (the mesh shape is chosen for you)")
+    r.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="multi-host run: the coordinator's address (process 0's host)")
+    r.add_argument("--num-processes", type=int, default=None, help="multi-host run: processes")
+    r.add_argument("--process-id", type=int, default=None, help="multi-host run: this process")
 
     v = sub.add_parser("validate", help="run the validation cases and write validation/REPORT.md")
     v.add_argument("cases", nargs="*", help="cases to run (default: all)")
@@ -94,9 +102,30 @@ def _enable_compilation_cache():
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
+def _start_distributed(args) -> None:
+    """``jax.distributed.initialize``: explicit with ``--coordinator``, automatic under a
+    SLURM job step of several tasks; nothing otherwise."""
+    import jax
+
+    explicit = (args.coordinator, args.num_processes, args.process_id)
+    if any(x is not None for x in explicit):
+        if any(x is None for x in explicit):
+            raise _BadInput("swe run: --coordinator, --num-processes and --process-id go "
+                            "together (or none, under SLURM)")
+        if not 0 <= args.process_id < args.num_processes:
+            raise _BadInput(f"swe run: --process-id={args.process_id} is invalid; expected "
+                            f"0..{args.num_processes - 1}")
+        # CPU devices talk through gloo (GPU runs use NCCL whatever this says).
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    elif "SLURM_JOB_ID" in os.environ and int(os.environ.get("SLURM_NTASKS", "1")) > 1:
+        jax.distributed.initialize()
+
+
 def cmd_run(args) -> int:
     import jax
 
+    _start_distributed(args)
     precision = args.precision or _default_precision()
     jax.config.update("jax_enable_x64", precision == "float64")
     _enable_compilation_cache()
@@ -130,10 +159,22 @@ def cmd_run(args) -> int:
     from .bench import CompileClock
 
     clock = CompileClock().__enter__()  # tracing + compilation (or cache retrieval)
-    progress = None if args.quiet else ProgressBar()
+    mesh = args.mesh
+    if args.devices is not None:
+        if mesh is not None:
+            raise _BadInput("swe run: give --mesh or --devices, not both")
+        from .parallel import auto_mesh
+
+        mesh = auto_mesh(args.devices, model.grid)
+    leader = jax.process_index() == 0
+    progress = None if args.quiet or not leader else ProgressBar()
     frames = iterate(model, scenario.state0, scenario.t_end, scenario.save_at,
                      dtype=precision, arrival_threshold=scenario.arrival_threshold,
-                     progress=progress, **options)
+                     progress=progress, mesh=mesh, **options)
+    if jax.process_count() > 1:
+        from .parallel import gathered
+
+        frames = gathered(frames)  # every process takes part; process 0 writes
     start = time.perf_counter()
     first = next(frames)  # validates every argument before a file is created
     settings = {"integrator": options.get("integrator", "ssprk2"),
@@ -149,9 +190,16 @@ def cmd_run(args) -> int:
     for key, value in scenario.metadata.items():
         if key not in ("parameters", "title", "scenario"):
             extra[key] = value
-    writer = writer_for(output, model, gauges=scenario.gauges, settings=settings, attrs=extra,
-                        start_time=scenario.metadata.get("start_time", "2000-01-01T00:00:00"),
-                        dtype=precision)
+    if mesh is not None:
+        extra["mesh"] = str(mesh)
+    if leader:
+        writer = writer_for(output, model, gauges=scenario.gauges, settings=settings,
+                            attrs=extra, dtype=precision, start_time=scenario.metadata.get(
+                                "start_time", "2000-01-01T00:00:00"))
+    else:
+        from .output import NullWriter
+
+        writer = NullWriter()
     last = first
     complete = False
     try:
@@ -173,7 +221,7 @@ def cmd_run(args) -> int:
             writer.close(complete=True)
     wall = time.perf_counter() - start
     clock.__exit__()
-    if not args.quiet:
+    if not args.quiet and leader:
         cells = model.grid.nx * model.grid.ny
         m0 = float(np.sum(np.asarray(first.state.h)))
         m1 = float(np.sum(np.asarray(last.state.h)))

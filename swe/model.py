@@ -106,9 +106,10 @@ class ShallowWater(eqx.Module):
     boundaries: Boundaries
     scheme: FiniteVolume
     h_dry: Array
+    decomposition: object = None  # set by swe.parallel on a device mesh
 
     def __init__(self, grid: Grid, bed=0.0, g=9.81, friction=None, coriolis=None, wind=None,
-                 sources=(), boundaries=None, scheme=None, h_dry=1e-6):
+                 sources=(), boundaries=None, scheme=None, h_dry=1e-6, decomposition=None):
         if not isinstance(grid, Grid):
             raise ValueError(f"grid={grid!r} is invalid; expected a swe.Grid")
         self.grid = grid
@@ -143,6 +144,7 @@ class ShallowWater(eqx.Module):
             raise ValueError(f"scheme={scheme!r} is invalid; expected swe.FiniteVolume(...)")
         self.scheme = scheme
         self.h_dry = jnp.asarray(check_finite_scalar("h_dry", h_dry, lower=0.0, lower_open=True))
+        self.decomposition = decomposition
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -161,7 +163,14 @@ class ShallowWater(eqx.Module):
     def padded_beds(self) -> dict[int, Array]:
         """The bed with ghost cells, per swept axis; computed once per run, not per stage."""
         ng = self.scheme.ghost_cells
-        return {axis: pad_bed(self.bed, self.boundaries, axis, ng) for axis in self._sweeps()}
+        pad = pad_bed if self.decomposition is None else self.decomposition.pad_bed
+        return {axis: pad(self.bed, self.boundaries, axis, ng) for axis in self._sweeps()}
+
+    def _ghost_cells(self, *args, **kwargs):
+        """Ghost cells from the boundary conditions, or from the neighbouring devices'
+        blocks on a device mesh."""
+        fill = ghost_cells if self.decomposition is None else self.decomposition.ghost_cells
+        return fill(*args, **kwargs)
 
     # --- operators ---------------------------------------------------------------------------
 
@@ -187,8 +196,8 @@ class ShallowWater(eqx.Module):
         ng = self.scheme.ghost_cells
         # Ghost cells come as (h, q) from the boundary conditions; only their (thin)
         # strips need velocities computed here.
-        lo, hi = ghost_cells(state.h, qn, qt, bed_padded, self.boundaries, axis=axis, ng=ng,
-                             t=t, g=self.g, h_dry=self.h_dry)
+        lo, hi = self._ghost_cells(state.h, qn, qt, bed_padded, self.boundaries, axis=axis,
+                                   ng=ng, t=t, g=self.g, h_dry=self.h_dry)
 
         def pad(low, interior, high):
             return jnp.concatenate([low, interior, high], axis=axis)
@@ -218,7 +227,9 @@ class ShallowWater(eqx.Module):
         # which made a stage 5x slower on CPU.
         stacked = jax.lax.optimization_barrier(jnp.stack(out))
         f_h, f_n, f_t, corr_l, corr_r = (stacked[i] for i in range(5))
-        f_h = impose_face_fluxes(f_h, self.boundaries, axis=axis, t=t)
+        impose = (impose_face_fluxes if self.decomposition is None
+                  else self.decomposition.impose_face_fluxes)
+        f_h = impose(f_h, self.boundaries, axis=axis, t=t)
 
         def cells(x, lo):
             return jax.lax.slice_in_dim(x, lo, lo + n, axis=axis)
@@ -317,7 +328,10 @@ class ShallowWater(eqx.Module):
             pad = [(0, 0), (0, 0)]
             pad[axis] = (1, 1)
             # Ghost cells are reservoirs of the boundary condition: never limited.
-            th = jnp.pad(theta, pad, constant_values=1.0)
+            if self.decomposition is None:
+                th = jnp.pad(theta, pad, constant_values=1.0)
+            else:
+                th = self.decomposition.pad_factor(theta, self.boundaries, axis)
             n = h.shape[axis]
             donor_lo = jax.lax.slice_in_dim(th, 0, n + 1, axis=axis)
             donor_hi = jax.lax.slice_in_dim(th, 1, n + 2, axis=axis)
@@ -349,7 +363,8 @@ class ShallowWater(eqx.Module):
         ut = desingularised_velocity(h, qt, self.h_dry)
         speed = jnp.maximum(jnp.abs(un), jnp.abs(ut)) + safe_sqrt(self.g * h)
         # NaN depth fails the comparison and keeps its NaN speed: the max then shows it.
-        return jnp.max(jnp.where(h <= self.h_dry, 0.0, speed))
+        a = jnp.max(jnp.where(h <= self.h_dry, 0.0, speed))
+        return a if self.decomposition is None else self.decomposition.max(a)
 
     def max_wave_speed(self, state: State) -> Array:
         """``max(|u|, |v|) + sqrt(g h)`` over cells deeper than ``h_dry`` (NaN if any is)."""
@@ -362,7 +377,7 @@ class ShallowWater(eqx.Module):
             qn, qt = (state.hu, state.hv) if axis == 1 else (state.hv, state.hu)
             if all(isinstance(bc, (Wall, Outflow, Periodic)) for bc in self.boundaries.pair(axis)):
                 continue  # their ghosts copy interior cells, already counted
-            lo, hi = ghost_cells(state.h, qn, qt, _trim(bed_padded, axis, self.scheme.ghost_cells),
+            lo, hi = self._ghost_cells(state.h, qn, qt, _trim(bed_padded, axis, self.scheme.ghost_cells),
                                  self.boundaries, axis=axis, ng=1, t=t, g=self.g, h_dry=self.h_dry)
             speeds += [self._wave_speed(*lo), self._wave_speed(*hi)]
         return functools.reduce(jnp.maximum, speeds)

@@ -264,6 +264,20 @@ class ZarrWriter:
         return self.path if complete else self.partial
 
 
+class NullWriter:
+    """Stands in for a writer on the processes of a multi-host run that do not write
+    (process 0 writes the file)."""
+
+    count = 0
+    path = None
+
+    def write(self, frame):
+        self.count += 1
+
+    def close(self, complete: bool = True):
+        return None
+
+
 def writer_for(path, model, **kwargs):
     """A writer chosen by the file name: ``.zarr`` gives Zarr, anything else netCDF."""
     cls = ZarrWriter if str(path).rstrip("/").endswith(".zarr") else NetCDFWriter

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time as _time
 
@@ -187,7 +188,7 @@ def _solve(model, y0, t0, t1, stops, save_ts, controls, integrator, max_steps, c
 def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=0.45,
              dt=None, integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
              checkpoints: int = 64, dt_min=None, dt_max=None, envelopes: bool = True,
-             arrival_threshold=0.01, gauges=()) -> Result:
+             arrival_threshold=0.01, gauges=(), mesh=None) -> Result:
     """Integrate ``model`` from ``state0`` at ``t0`` to ``t_end`` (seconds).
 
     * ``save_at``: an output interval (s) or a sequence of output times in ``[t0, t_end]``;
@@ -208,6 +209,9 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     * ``envelopes``: track maximum depth, maximum speed and first arrival (depth above
       ``arrival_threshold`` m) after every step. Turn off to save memory in gradients.
     * ``gauges``: :class:`~swe.Gauge` points sampled at every output time.
+    * ``mesh``: split the grid over devices, ``"YxX"`` (e.g. ``"2x4"``: 2 along y, 4 along
+      x), a shape ``(2, 4)`` or a :class:`jax.sharding.Mesh` with axes ``("y", "x")``; see
+      :mod:`swe.parallel`. The result equals the single-device run.
 
     Raises ``ValueError`` for bad arguments and :class:`SimulationError` (with the simulated
     time and step) if the state becomes NaN/inf or the step collapses. Under ``jax.jit`` or
@@ -223,8 +227,9 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     stops = np.unique(np.append(run.times, run.t_end))
     # One output at t_end (the common case in gradients and benchmarks): saved as t1 alone.
     only_end = run.times.size == 1 and run.times[0] == run.t_end
+    solve = _solve if mesh is None else _mesh_solver(mesh, run.model.grid)
     start = _time.perf_counter()
-    ts, ys, result, num_steps = _solve(
+    ts, ys, result, num_steps = solve(
         run.model, y0, jnp.asarray(run.t0, run.dtype), jnp.asarray(run.t_end, run.dtype),
         jnp.asarray(stops, run.dtype), None if only_end else jnp.asarray(run.times, run.dtype),
         run.controls, run.integrator, run.max_steps, checkpoints)
@@ -247,6 +252,12 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
                   envelopes=env, gauges=gauges, wall_time=wall, settings=run.settings)
 
 
+def _mesh_solver(mesh, grid):
+    from . import parallel
+
+    return functools.partial(parallel.solve, parallel.make_mesh(mesh, grid))
+
+
 class Frame(eqx.Module):
     """One output of :func:`iterate`: time (s), state, envelopes so far, steps so far."""
 
@@ -258,16 +269,18 @@ class Frame(eqx.Module):
 
 def iterate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=0.45,
             dt=None, integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
-            dt_min=None, dt_max=None, arrival_threshold=0.01, progress=None):
+            dt_min=None, dt_max=None, arrival_threshold=0.01, progress=None, mesh=None):
     """Like :func:`simulate`, but yields each output :class:`Frame` as soon as it exists.
 
     The run advances one output interval per compiled call, so memory holds one frame and a
     caller can write each frame out before the next is computed. The steps taken are the
     same as :func:`simulate`'s (each interval ends exactly on its output time either way).
-    ``progress`` is an optional :class:`ProgressBar`.
+    ``progress`` is an optional :class:`ProgressBar`; ``mesh`` splits the grid over devices
+    as in :func:`simulate` (each frame is then gathered from the devices as it is yielded).
     """
     run = _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
                    dt_min, dt_max)
+    solve = _solve if mesh is None else _mesh_solver(mesh, run.model.grid)
     y = Tracked(run.state0, Envelopes.start(run.t0, run.state0, arrival_threshold,
                                             run.model.h_dry))
     steps = 0
@@ -279,7 +292,7 @@ def iterate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, 
         if progress is not None:
             progress.segment(t_prev, float(t_next), steps)
         tb = jnp.asarray(t_next, run.dtype)
-        ts, ys, result, n = _solve(
+        ts, ys, result, n = solve(
             run.model, y, jnp.asarray(t_prev, run.dtype), tb, tb[None], None, run.controls,
             run.integrator, None if run.max_steps is None else run.max_steps - steps, 1)
         steps += int(n)
