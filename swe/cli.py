@@ -48,6 +48,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--limiter", default=None, help="minmod, mc or vanleer")
     r.add_argument("--cfl", type=float, default=None, help="CFL number in (0, 1]")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    r.add_argument("--ensemble", default=None, metavar="KEY=V1,V2,...",
+                   help="run one member per value of a scenario parameter (or "
+                        "KEY=start:stop:count) in one vmapped call; one file with an "
+                        "ensemble dimension")
     r.add_argument("--mesh", default=None, metavar="YxX",
                    help="split the grid over a device mesh, e.g. 2x4 (2 along y, 4 along x)")
     r.add_argument("--devices", type=int, default=None, metavar="N",
@@ -143,6 +147,8 @@ def cmd_run(args) -> int:
     name = args.scenario or DEFAULT_SCENARIO
     module = load_module(name)
     params = parse_overrides(args.overrides, module)
+    if args.ensemble is not None:
+        return _run_ensemble(args, name, module, params, precision)
     scenario = build(name, params)
     model = scenario.model
     scheme = model.scheme
@@ -231,6 +237,54 @@ def cmd_run(args) -> int:
               f"compiling; programs from the persistent cache: {clock.cache_hits}), "
               f"{cells * last.num_steps / wall:.3g} cell-updates/s, "
               f"mass change {rel:+.2e} (relative), {precision}, wrote {output}")
+    return 0
+
+
+def _run_ensemble(args, name, module, params, precision) -> int:
+    """``swe run --ensemble``: every member in one vmapped call, written as one file."""
+    import dataclasses
+    import shutil
+
+    from .ensemble import simulate_ensemble
+    from .model import FiniteVolume
+    from .scenario import build, parse_ensemble
+
+    if args.mesh or args.devices:
+        raise _BadInput("swe run: --ensemble runs on one device for now; drop --mesh/--devices")
+    key, values = parse_ensemble(args.ensemble, module)
+    scenarios = [build(name, {**params, key: v}) for v in values]
+    models = [sc.model for sc in scenarios]
+    if args.riemann or args.reconstruction or args.limiter:
+        s0 = models[0].scheme
+        scheme = FiniteVolume(riemann=args.riemann or s0.riemann,
+                              reconstruction=args.reconstruction or s0.reconstruction,
+                              limiter=args.limiter or s0.limiter)
+        models = [dataclasses.replace(m, scheme=scheme) for m in models]
+    first = scenarios[0]
+    options = dict(first.run_options)
+    if args.cfl is not None:
+        options["cfl"] = args.cfl
+    output = Path(args.output or f"{Path(name).stem}_ensemble.nc")
+    start = time.perf_counter()
+    result = simulate_ensemble(models, [sc.state0 for sc in scenarios], first.t_end,
+                               first.save_at, members=values, member_name=key,
+                               dtype=precision, arrival_threshold=first.arrival_threshold,
+                               gauges=first.gauges, **options)
+    ds = result.to_xarray(start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"),
+                          attrs={"title": first.metadata.get("title", "swe ensemble"),
+                                 "scenario": Path(name).stem, "ensemble_parameter": key,
+                                 "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} "
+                                            + shlex.join(["swe"] + sys.argv[1:])})
+    partial = output.with_name(output.name + ".partial")
+    ds.to_netcdf(partial)
+    shutil.move(partial, output)
+    wall = time.perf_counter() - start
+    if not args.quiet:
+        cells = models[0].grid.nx * models[0].grid.ny
+        steps = int(result.num_steps.sum())
+        print(f"swe run {Path(name).stem}: ensemble of {len(values)} ({key} = "
+              f"{', '.join(map(str, values))}), {cells} cells each, {steps} member-steps, "
+              f"{wall:.2f} s wall, {precision}, wrote {output}")
     return 0
 
 

@@ -142,6 +142,31 @@ def parse_overrides(pairs, module: ModuleType) -> dict[str, object]:
     return out
 
 
+def parse_ensemble(text: str, module: ModuleType) -> tuple[str, list]:
+    """``KEY=v1,v2,...`` or ``KEY=start:stop:count`` (evenly spaced, both ends included)."""
+    key, sep, values = text.partition("=")
+    key = key.strip()
+    known = parameters(module)
+    if not sep or not key or not values.strip():
+        raise ValueError(f"--ensemble {text!r} is invalid; expected KEY=v1,v2,... or "
+                         "KEY=start:stop:count")
+    if key not in known:
+        raise ValueError(f"unknown parameter {key!r} for scenario "
+                         f"{module.__name__.split('.')[-1]!r}; valid keys: {', '.join(known)}")
+    try:
+        if ":" in values:
+            start, stop, count = (ast.literal_eval(v.strip()) for v in values.split(":"))
+            if not isinstance(count, int) or count < 1:
+                raise ValueError
+            members = [start + (stop - start) * k / max(count - 1, 1) for k in range(count)]
+        else:
+            members = [ast.literal_eval(v.strip()) for v in values.split(",")]
+    except (ValueError, SyntaxError, TypeError):
+        raise ValueError(f"--ensemble {text!r}: values must be Python literals separated by "
+                         "commas, or start:stop:count with an integer count >= 1")
+    return key, members
+
+
 def build(name_or_path: str = DEFAULT_SCENARIO, params: Mapping | None = None) -> Scenario:
     """Load and build a scenario with parameter overrides."""
     module = load_module(name_or_path)

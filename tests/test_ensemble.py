@@ -1,0 +1,65 @@
+"""Ensembles: one vmapped call equals a loop of single runs, in Python and on the CLI."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import swe
+from swe import bench
+
+
+def test_ensemble_equals_a_loop_of_single_runs():
+    model, s0 = bench.problem(24)
+    values = (0.0, 0.02, 0.05)
+    models = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(n)) for n in values]
+    ens = swe.simulate_ensemble(models, s0, 0.5, save_at=0.25, members=values,
+                                member_name="manning_n")
+    assert len(ens) == 3
+    for m, r in zip(models, ens.results):
+        ref = swe.simulate(m, s0, 0.5, save_at=0.25)
+        assert int(r.num_steps) == int(ref.num_steps)
+        np.testing.assert_array_equal(np.asarray(r.states.h), np.asarray(ref.states.h))
+        np.testing.assert_array_equal(np.asarray(r.envelopes.max_speed),
+                                      np.asarray(ref.envelopes.max_speed))
+    ds = ens.to_xarray()
+    assert ds.h.dims == ("ensemble", "time", "y", "x")
+    assert list(ds.ensemble.values) == list(values) and ds.bed.dims == ("y", "x")
+    assert ds.attrs["Conventions"] == "CF-1.10"
+
+
+def test_ensemble_of_initial_states_and_member_count_checks():
+    model, s0 = bench.problem(16)
+    states = [swe.State(h=s0.h * a, hu=s0.hu, hv=s0.hv) for a in (1.0, 1.5)]
+    ens = swe.simulate_ensemble(model, states, 0.3)
+    for s, r in zip(states, ens.results):
+        ref = swe.simulate(model, s, 0.3)
+        np.testing.assert_array_equal(np.asarray(r.final.h), np.asarray(ref.final.h))
+    with pytest.raises(ValueError, match="models has 2 members; expected 1 or 3"):
+        swe.simulate_ensemble([model, model], states + [states[0]], 0.3)
+    other = swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(0.03))
+    with pytest.raises(ValueError, match="same structure"):
+        swe.simulate_ensemble([model, other], s0, 0.3)
+
+
+def test_cli_ensemble_writes_one_file_with_an_ensemble_dimension(tmp_path):
+    env = {**os.environ, "SWE_CACHE_DIR": ""}
+    out = tmp_path / "ens.nc"
+    cmd = [sys.executable, "-m", "swe", "run", "dam_break", "--set", "nx=80", "--set",
+           "t_end=5", "--ensemble", "h_left=5:10:3", "-o", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    ds = xr.open_dataset(out)
+    assert ds.h.dims == ("ensemble", "time", "y", "x") and ds.sizes["ensemble"] == 3
+    np.testing.assert_allclose(ds.ensemble.values, [5.0, 7.5, 10.0])
+    single = swe.scenario.build("dam_break", {"nx": 80, "t_end": 5, "h_left": 7.5})
+    ref = swe.simulate(single.model, single.state0, single.t_end, single.save_at)
+    np.testing.assert_allclose(ds.h.isel(ensemble=1).values, np.asarray(ref.states.h),
+                               rtol=1e-13, atol=0)
+    bad = subprocess.run(cmd[:-3] + ["--ensemble", "h_left=a,b"], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "--ensemble" in bad.stderr
