@@ -1,5 +1,5 @@
-"""The ``swe`` command: run, validate, bench, list, info, plot. Argument handling and error reporting only;
-the numerics live elsewhere.
+"""The ``swe`` command: run, validate, bench, list, info, plot. Argument handling and error
+reporting only; the numerics live elsewhere.
 
 Bad input (an unknown scenario, key, value or file) prints one line and exits with code 2;
 a run that blows up prints where it happened and exits with code 1, keeping the frames
@@ -197,7 +197,7 @@ def cmd_run(args) -> int:
         if key not in ("parameters", "title", "scenario"):
             extra[key] = value
     if mesh is not None:
-        extra["mesh"] = str(mesh)
+        extra["mesh"] = mesh if isinstance(mesh, str) else "x".join(map(str, mesh))
     if leader:
         writer = writer_for(output, model, gauges=scenario.gauges, settings=settings,
                             attrs=extra, dtype=precision, start_time=scenario.metadata.get(
