@@ -126,7 +126,10 @@ def test_interrupted_run_keeps_a_readable_partial_file(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-m", "swe", "run", "radial_dam_break", "--set", "n=120",
          "--set", "t_end=2000.0", "-o", str(out), "--quiet"],
-        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        # A shell's background job starts with SIGINT ignored, and Python then keeps it
+        # ignored: give the child the default disposition, as in a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 240
         size = 0
