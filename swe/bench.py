@@ -2,13 +2,14 @@
 
 Every solver we compare runs the same problem: the domain ``[-2.5, 2.5]^2`` with ``N x N``
 cells, ``g = 1``, ``h = 2`` where ``r <= 0.5`` (cell centres) and ``h = 1`` elsewhere, at
-rest, walls on all sides, no friction, to ``t = 1``. :func:`run` prints (or returns) one
-JSON record per repeat with the keys in :data:`KEYS`; ``swe bench`` and
-``scripts/bench.py`` are its command line.
+rest, walls on all sides, no friction, to ``t = 1``. :func:`run` yields one record per
+timed repeat with the keys in :data:`KEYS`; ``swe bench`` and ``scripts/bench.py`` print
+them as JSON lines.
 
 Timing: ``wall_s`` is the stepping alone, after compilation, with the result on the host
 (``block_until_ready``); ``compile_s`` is the first call's tracing, lowering and XLA
-compilation, summed from ``jax.monitoring`` events, so it excludes the run itself.
+compilation (or persistent-cache retrieval), summed from ``jax.monitoring`` events, so it
+excludes the run itself.
 ``cell_updates_per_s`` is ``cells * steps / wall_s``.
 
 Roofline: :func:`bytes_per_cell_update` is the memory traffic of an ideal, fully fused
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import time
 
 import numpy as np
@@ -182,20 +182,6 @@ def set_threads(threads: int) -> None:
         raise ValueError(f"threads={threads} is invalid; this process may use at most "
                          f"{len(cores)} cores")
     os.sched_setaffinity(0, cores[:threads])
-
-
-def summary(records) -> dict:
-    """The median record's figures over repeats (wall_s and the rate are medians)."""
-    records = list(records)
-    out = {k: v for k, v in records[0].items() if k != "h"}
-    out["wall_s"] = statistics.median(r["wall_s"] for r in records)
-    out["cell_updates_per_s"] = statistics.median(r["cell_updates_per_s"] for r in records)
-    if "achieved_GBs" in out:
-        out["achieved_GBs"] = out["bytes_per_cell_update"] * out["cell_updates_per_s"] / 1e9
-        if "stream_GBs" in out:
-            out["roofline_fraction"] = out["achieved_GBs"] / out["stream_GBs"]
-    out["repeats"] = len(records)
-    return out
 
 
 def add_arguments(p) -> None:
