@@ -377,8 +377,9 @@ class ShallowWater(eqx.Module):
             qn, qt = (state.hu, state.hv) if axis == 1 else (state.hv, state.hu)
             if all(isinstance(bc, (Wall, Outflow, Periodic)) for bc in self.boundaries.pair(axis)):
                 continue  # their ghosts copy interior cells, already counted
-            lo, hi = self._ghost_cells(state.h, qn, qt, _trim(bed_padded, axis, self.scheme.ghost_cells),
-                                 self.boundaries, axis=axis, ng=1, t=t, g=self.g, h_dry=self.h_dry)
+            bed = _trim(bed_padded, axis, self.scheme.ghost_cells)
+            lo, hi = self._ghost_cells(state.h, qn, qt, bed, self.boundaries, axis=axis, ng=1,
+                                       t=t, g=self.g, h_dry=self.h_dry)
             speeds += [self._wave_speed(*lo), self._wave_speed(*hi)]
         return functools.reduce(jnp.maximum, speeds)
 

@@ -95,10 +95,7 @@ def check(name: str, value: float, *, below=None, above=None) -> Check:
 
 def convergence_figure(path: Path, dx, errors, label: str, order: float | None = None):
     """Error against dx on log axes, with a reference slope."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     dx = np.asarray(dx, float)
     errors = np.asarray(errors, float)
@@ -111,6 +108,25 @@ def convergence_figure(path: Path, dx, errors, label: str, order: float | None =
     ax.set_ylabel("relative L1 error")
     ax.legend()
     ax.grid(True, which="both", lw=0.3)
+    return save(fig, path)
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_maps(fig, axes, path: Path) -> Path:
+    """Label a row of x-y maps (metres), lay it out and save it."""
+    for ax in axes:
+        ax.set_xlabel("x (m)")
+    axes[0].set_ylabel("y (m)")
+    fig.tight_layout()
     return save(fig, path)
 
 

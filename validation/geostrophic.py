@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (FIGURES, CaseResult, check, convergence_figure, fitted_order,
-                               main, save)
+from validation.common import (CaseResult, check, convergence_figure, FIGURES, fitted_order,
+                               main, pyplot, save)
 
 TITLE = "Geostrophic balance on an f-plane: steady gradient-wind eddy and geo.c adjustment"
 NAME = "geostrophic"
@@ -124,10 +124,7 @@ def simulate_b(n: int) -> dict:
 
 
 def eddy_figure(path: Path, runs: list[dict]) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     for r in runs:
@@ -154,10 +151,7 @@ def eddy_figure(path: Path, runs: list[dict]) -> Path:
 
 
 def adjusted_figure(path: Path, r: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     k = FRAMES
     eta = r["h"][k] - H_B
@@ -192,10 +186,7 @@ def adjusted_figure(path: Path, r: dict) -> Path:
 
 
 def history_figure(path: Path, runs: list[dict]) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     for r in runs:

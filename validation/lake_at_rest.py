@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import FIGURES, CaseResult, check, main, save
+from validation.common import (CaseResult, FIGURES, check, main, pyplot, save, save_maps)
 
 TITLE = "Lake at rest with a dry island (well-balancing)"
 NAME = "lake_at_rest"
@@ -75,10 +75,7 @@ def run_one(n: int, steps: int, riemann: str, reconstruction: str) -> dict:
 
 
 def map_figure(path: Path, r: dict, label: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     ext = r["extent"]
@@ -100,18 +97,11 @@ def map_figure(path: Path, r: dict, label: str) -> Path:
     fig.colorbar(im, ax=axes[1], label="log10 |u| (m/s)")
     axes[1].set_title(f"speed after {r['steps']} steps, {label}, {n}x{n}\n(white: dry)",
                       fontsize=9)
-    for ax in axes:
-        ax.set_xlabel("x (m)")
-    axes[0].set_ylabel("y (m)")
-    fig.tight_layout()
-    return save(fig, path)
+    return save_maps(fig, axes, path)
 
 
 def history_figure(path: Path, runs: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for label, r in runs.items():

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (FIGURES, CaseResult, check, convergence_figure, fitted_order,
-                               main, rel_l1, save)
+from validation.common import (CaseResult, check, convergence_figure, FIGURES, fitted_order,
+                               main, pyplot, rel_l1, save)
 
 TITLE = "Ritter's dam break on a dry bed (wet-dry front)"
 NAME = "ritter"
@@ -121,10 +121,7 @@ def run_one(nx: int, t0: float = 0.0, **scheme_kw) -> dict:
 
 
 def profiles_figure(path: Path, r: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     xf = np.linspace(DOMAIN[0], DOMAIN[1], 7201)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), gridspec_kw=dict(width_ratios=[2, 2, 1.3]))

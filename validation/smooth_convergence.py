@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (FIGURES, CaseResult, check, convergence_figure, fitted_order,
-                               main, rel_l1, save)
+from validation.common import (CaseResult, FIGURES, check, convergence_figure, fitted_order,
+                               main, pyplot, rel_l1, save)
 
 TITLE = "Order of accuracy on a smooth simple wave (1-D and 2-D diagonal, periodic)"
 NAME = "smooth_convergence"
@@ -47,20 +47,21 @@ CHECKED_2D = CONFIGS[0][0]
 CHECKED_1D = CONFIGS[5][0]
 
 
-def simple_wave(s, t, *, wavelength):
-    """Exact right-going simple wave: ``c(xi) = c0 + EPS sin(2 pi xi / wavelength)``,
-    ``u = 2 (c - c0)``, carried along ``s = xi + (3 c(xi) - 2 c0) t`` (Newton on xi)."""
-    c0 = np.sqrt(G * H0)
+def simple_wave(s, t, *, wavelength, g=G, h0=H0, eps=EPS):
+    """Exact right-going simple wave (Riemann invariant u - 2c constant) before it breaks:
+    ``c(xi) = c0 + eps sin(2 pi xi / wavelength)``, ``u = 2 (c - c0)``, carried along
+    ``s = xi + (3 c(xi) - 2 c0) t`` (Newton on xi). Returns ``(h, u)`` at points ``s``."""
+    c0 = np.sqrt(g * h0)
     k = 2 * np.pi / wavelength
     xi = np.array(s, dtype=float)
     for _ in range(60):
-        c = c0 + EPS * np.sin(k * xi)
+        c = c0 + eps * np.sin(k * xi)
         f = xi + (3 * c - 2 * c0) * t - s
-        xi = xi - f / (1 + 3 * EPS * k * np.cos(k * xi) * t)
+        xi = xi - f / (1 + 3 * eps * k * np.cos(k * xi) * t)
         if np.abs(f).max() < 1e-15:
             break
-    c = c0 + EPS * np.sin(k * xi)
-    return c * c / G, 2 * (c - c0)
+    c = c0 + eps * np.sin(k * xi)
+    return c * c / g, 2 * (c - c0)
 
 
 def breaking_time(wavelength):
@@ -115,10 +116,7 @@ def run_one(n: int, dims: int, scheme_kw: dict, integrator: str, cfl: float = CF
 
 
 def map_figure(path: Path, r: dict, label: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
     X, Y = r["X"], r["Y"]
@@ -155,10 +153,7 @@ def map_figure(path: Path, r: dict, label: str) -> Path:
 
 
 def all_orders_figure(path: Path, runs: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import matplotlib.ticker  # noqa: F401
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (FIGURES, CaseResult, check, convergence_figure, fitted_order,
-                               main, rel_l1, save)
+from validation.common import (CaseResult, FIGURES, check, convergence_figure, fitted_order,
+                               main, pyplot, rel_l1, save)
 
 TITLE = "Stoker's dam break on a wet bed (exact Riemann solution)"
 NAME = "stoker"
@@ -155,10 +155,7 @@ def run_one(nx: int, riemann="hllc", reconstruction="muscl") -> dict:
 
 
 def profiles_figure(path: Path, r: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     xf = np.linspace(*MEASURED, 4001)
     fig, axes = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)

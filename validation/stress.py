@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import FIGURES, CaseResult, check, main, save
+from validation.common import (CaseResult, FIGURES, check, main, pyplot, save, save_maps)
 
 TITLE = "Mass and positivity under stress (random bed and surface, wet-dry)"
 NAME = "stress"
@@ -108,10 +108,7 @@ def model_h_dry(model) -> float:
 
 
 def map_figure(path: Path, r: dict, label: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
     ext = r["extent"]
@@ -126,18 +123,11 @@ def map_figure(path: Path, r: dict, label: str) -> Path:
                        cmap="Blues", vmin=0.0, vmax=hmax)
         fig.colorbar(im, ax=ax, label="h (m)")
         ax.set_title(f"{title}, {label}\n(white: dry, h <= 1e-6 m)", fontsize=9)
-    for ax in axes:
-        ax.set_xlabel("x (m)")
-    axes[0].set_ylabel("y (m)")
-    fig.tight_layout()
-    return save(fig, path)
+    return save_maps(fig, axes, path)
 
 
 def history_figure(path: Path, runs: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
     for label, r in runs.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import FIGURES, CaseResult, check, main, save
+from validation.common import (CaseResult, FIGURES, check, main, pyplot, save)
 
 TITLE = "Solitary wave runup on a plane beach (Synolakis 1987)"
 NAME = "synolakis"
@@ -62,10 +62,7 @@ def run_one(nx: int) -> dict:
 
 
 def solution_figure(path: Path, runs: list[dict]) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     f = runs[-1]
     scale = math.sqrt(G / D)
@@ -101,10 +98,7 @@ def solution_figure(path: Path, runs: list[dict]) -> Path:
 
 
 def runup_figure(path: Path, runs: list[dict]) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import matplotlib.ticker  # noqa: F401  (matplotlib.ticker.NullLocator below)
 
     dx = np.array([r["dx"] for r in runs])

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (FIGURES, CaseResult, check, convergence_figure, fitted_order,
-                               main, rel_l1, save)
+from validation.common import (CaseResult, check, convergence_figure, FIGURES, fitted_order,
+                               main, pyplot, rel_l1, save)
 
 TITLE = "Thacker's planar surface in a paraboloid (moving shorelines)"
 NAME = "thacker_planar"
@@ -75,10 +75,7 @@ def run_one(n: int) -> dict:
 
 
 def profiles_figure(path: Path, r: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from swe.scenarios import thacker_bowl
 
@@ -111,10 +108,7 @@ def profiles_figure(path: Path, r: dict) -> Path:
 
 
 def error_map_figure(path: Path, r: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from swe.scenarios import thacker_bowl
 
@@ -142,10 +136,7 @@ def error_map_figure(path: Path, r: dict) -> Path:
 
 
 def energy_figure(path: Path, runs: list[dict]) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for r in runs:

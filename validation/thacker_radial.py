@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (FIGURES, CaseResult, check, convergence_figure, fitted_order,
-                               main, save)
+from validation.common import (CaseResult, FIGURES, check, convergence_figure, fitted_order,
+                               main, pyplot, save)
 
 TITLE = "Thacker's radially symmetric paraboloid (curved surface, moving shoreline)"
 NAME = "thacker_radial"
@@ -101,10 +101,7 @@ def run_one(n: int) -> dict:
 
 
 def profiles_figure(path: Path, r: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     n = r["n"]
     j = n // 2
@@ -132,10 +129,7 @@ def profiles_figure(path: Path, r: dict) -> Path:
 
 
 def error_map_figure(path: Path, r: dict) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
     ext = np.array([r["X"].min(), r["X"].max(), r["Y"].min(), r["Y"].max()]) / 1e3
