@@ -52,10 +52,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="run one member per value of a scenario parameter (or "
                         "KEY=start:stop:count) in one vmapped call; one file with an "
                         "ensemble dimension")
+    r.add_argument("--batching", default="vmap", choices=("vmap", "map"),
+                   help="--ensemble: members vmapped (GPUs), or one after another in one "
+                        "compiled loop per device (CPUs: keeps each member in cache)")
     r.add_argument("--mesh", default=None, metavar="YxX",
                    help="split the grid over a device mesh, e.g. 2x4 (2 along y, 4 along x)")
     r.add_argument("--devices", type=int, default=None, metavar="N",
-                   help="split the grid over N devices (the mesh shape is chosen for you)")
+                   help="split the grid over N devices (the mesh shape is chosen for you); "
+                        "with --ensemble, the members. On a CPU, N host devices are made")
     r.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                    help="multi-host run: the coordinator's address (process 0's host)")
     r.add_argument("--num-processes", type=int, default=None, help="multi-host run: processes")
@@ -126,9 +130,20 @@ def _start_distributed(args) -> None:
         jax.distributed.initialize()
 
 
+def _host_devices(args) -> None:
+    """``--devices N`` on a CPU: N host devices (one per core, say), set before JAX starts.
+    Leaves an explicit ``--xla_force_host_platform_device_count`` alone; GPUs ignore it."""
+    import jax
+
+    if (args.devices or 0) > 1 and args.num_processes is None and (
+            "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")):
+        jax.config.update("jax_num_cpu_devices", args.devices)
+
+
 def cmd_run(args) -> int:
     import jax
 
+    _host_devices(args)
     _start_distributed(args)
     precision = args.precision or _default_precision()
     jax.config.update("jax_enable_x64", precision == "float64")
@@ -241,7 +256,8 @@ def cmd_run(args) -> int:
 
 
 def _run_ensemble(args, name, module, params, precision) -> int:
-    """``swe run --ensemble``: every member in one vmapped call, written as one file."""
+    """``swe run --ensemble``: every member in one compiled call, written as one file;
+    ``--devices N`` splits the members over N devices."""
     import dataclasses
     import shutil
 
@@ -249,8 +265,9 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     from .model import FiniteVolume
     from .scenario import build, parse_ensemble
 
-    if args.mesh or args.devices:
-        raise _BadInput("swe run: --ensemble runs on one device for now; drop --mesh/--devices")
+    if args.mesh:
+        raise _BadInput("swe run: --ensemble splits members, not the grid, over devices: "
+                        "use --devices N instead of --mesh")
     key, values = parse_ensemble(args.ensemble, module)
     scenarios = [build(name, {**params, key: v}) for v in values]
     models = [sc.model for sc in scenarios]
@@ -269,7 +286,8 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     result = simulate_ensemble(models, [sc.state0 for sc in scenarios], first.t_end,
                                first.save_at, members=values, member_name=key,
                                dtype=precision, arrival_threshold=first.arrival_threshold,
-                               gauges=first.gauges, **options)
+                               gauges=first.gauges, devices=args.devices,
+                               batching=args.batching, **options)
     ds = result.to_xarray(start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"),
                           attrs={"title": first.metadata.get("title", "swe ensemble"),
                                  "scenario": Path(name).stem, "ensemble_parameter": key,

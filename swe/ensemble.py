@@ -16,7 +16,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as P
 
+from .errors import check_choice
 from .model import ShallowWater
 from .simulate import Result, _check_gauges, _prepare, _raise_failure, _solve
 from .state import State
@@ -103,32 +105,91 @@ def _stack(trees):
 
 @eqx.filter_jit
 def _solve_batch(model, y0, model_axes, y_axes, t0, t1, stops, save_ts, controls, integrator,
-                 max_steps, checkpoints):
+                 max_steps, checkpoints, mesh=None, batching="vmap"):
+    """The members vmapped (or, ``batching="map"``, one after another in one compiled
+    loop); with a 1-D ``("member",)`` mesh, each device runs that over its share of the
+    members (``jax.shard_map``; no communication at all)."""
     def one(m, y):
         return _solve(m, y, t0, t1, stops, save_ts, controls, integrator, max_steps,
                       checkpoints)
 
-    return jax.vmap(one, in_axes=(model_axes, y_axes))(model, y0)
+    def batch(m, y):
+        if batching == "vmap":
+            return jax.vmap(one, in_axes=(model_axes, y_axes))(m, y)
+        leaves, treedef = jax.tree.flatten((m, y))
+        axes = treedef.flatten_up_to((model_axes, y_axes))
+        stacked = [i for i, a in enumerate(axes) if a == 0]
+
+        def member(xs):
+            full = list(leaves)
+            for i, x in zip(stacked, xs):
+                full[i] = x
+            return one(*jax.tree.unflatten(treedef, full))
+
+        return jax.lax.map(member, [leaves[i] for i in stacked])
+
+    if mesh is None:
+        return batch(model, y0)
+    # Array leaves cross into shard_map (stacked ones split by member, shared ones
+    # replicated); the rest is closed over.
+    leaves, treedef = jax.tree.flatten((model, y0))
+    axes = treedef.flatten_up_to((model_axes, y_axes))
+    where = [i for i, x in enumerate(leaves) if eqx.is_array(x)]
+    specs = [P(MEMBER_AXIS) if axes[i] == 0 else P() for i in where]
+
+    def block(arrays):
+        full = list(leaves)
+        for i, x in zip(where, arrays):
+            full[i] = x
+        return batch(*jax.tree.unflatten(treedef, full))
+
+    return jax.shard_map(block, mesh=mesh, in_specs=(specs,), out_specs=P(MEMBER_AXIS),
+                         check_vma=False)([leaves[i] for i in where])
+
+
+MEMBER_AXIS = "member"
+
+
+def member_mesh(devices: int):
+    """A 1-D mesh of the first ``devices`` devices along the ensemble-member axis."""
+    available = jax.devices()
+    if isinstance(devices, bool) or not isinstance(devices, (int, np.integer)) or not (
+            1 <= devices <= len(available)):
+        raise ValueError(f"devices={devices!r} is invalid; expected an integer in "
+                         f"1..{len(available)} (the {available[0].platform} devices available)")
+    return jax.sharding.Mesh(np.array(available[:devices]), (MEMBER_AXIS,),
+                             axis_types=(jax.sharding.AxisType.Auto,))
 
 
 def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
                       member_name: str = "member", t0=0.0, cfl=0.45, dt=None,
                       integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
                       checkpoints: int = 64, dt_min=None, dt_max=None, envelopes: bool = True,
-                      arrival_threshold=0.01, gauges=()) -> EnsembleResult:
+                      arrival_threshold=0.01, gauges=(), devices=None,
+                      batching: str = "vmap") -> EnsembleResult:
     """Run every member in one vmapped, compiled call; arguments as :func:`swe.simulate`.
 
     ``models`` is a :class:`ShallowWater` or a list of them; ``states`` a :class:`State` or
     a list; a single one is shared by all members. ``members`` labels the members (default
-    0, 1, ...). Raises :class:`~swe.SimulationError` naming the first member that failed.
+    0, 1, ...). ``devices``: split the members over that many devices (each runs the
+    vmapped solve over its share; a member count that does not divide is padded with
+    copies of the first member, whose results are dropped). Every member's result equals
+    its single run whatever the device count. Raises :class:`~swe.SimulationError` naming
+    the first member that failed.
     """
+    batching = check_choice("batching", batching, ("vmap", "map"))
     models, states = _members(models, states)
+    count = len(models)
+    mesh = None if devices is None else member_mesh(devices)
+    if mesh is not None and devices > 1 and count % devices:
+        pad = devices - count % devices
+        models, states = models + models[:1] * pad, states + states[:1] * pad
     runs = [_prepare(m, s, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
                      dt_min, dt_max) for m, s in zip(models, states)]
     run = runs[0]
-    labels = tuple(range(len(runs))) if members is None else tuple(members)
-    if len(labels) != len(runs):
-        raise ValueError(f"members has {len(labels)} labels for {len(runs)} ensemble members")
+    labels = tuple(range(count)) if members is None else tuple(members)
+    if len(labels) != count:
+        raise ValueError(f"members has {len(labels)} labels for {count} ensemble members")
     gauges = _check_gauges(gauges, run.model)
     y0s = [r.state0 for r in runs]
     if envelopes:
@@ -143,14 +204,15 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
         model, y0, model_axes, y_axes, jnp.asarray(run.t0, run.dtype),
         jnp.asarray(run.t_end, run.dtype), jnp.asarray(stops, run.dtype),
         None if only_end else jnp.asarray(run.times, run.dtype), run.controls,
-        run.integrator, run.max_steps, checkpoints)
+        run.integrator, run.max_steps, checkpoints, None if devices in (None, 1) else mesh,
+        batching)
     jax.block_until_ready(ys)
     wall = _time.perf_counter() - start
     n = run.times.size
     last = 0 if only_end else n
     results = []
     ok = np.asarray(result == diffrax.RESULTS.successful)
-    for k, r in enumerate(runs):
+    for k, r in enumerate(runs[:count]):
         ts_k, ys_k = ts[k], jax.tree.map(lambda x: x[k], ys)
         if not ok[k]:
             try:
