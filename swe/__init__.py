@@ -7,7 +7,7 @@ initial :class:`State`, then :func:`simulate` and ``Result.to_xarray()``.
 __version__ = "0.1.0"
 
 from .boundaries import Boundaries, Inflow, Outflow, Periodic, Stage, Wall
-from .ensemble import EnsembleResult, simulate_ensemble
+from .ensemble import EnsembleResult, iterate_ensemble, simulate_ensemble
 from .errors import SimulationError
 from .grid import Grid
 from .scenario import Gauge, Scenario
@@ -21,6 +21,6 @@ __all__ = [
     "Boundaries", "BetaPlane", "Gauge", "Scenario", "Chezy", "FiniteVolume", "FPlane", "Grid", "Inflow",
     "LinearDrag", "Manning", "Outflow", "Periodic", "PointSource", "Rain", "Result",
     "ShallowWater", "SimulationError", "Stage", "State", "Wall", "WindStress", "simulate",
-    "simulate_ensemble", "EnsembleResult",
+    "simulate_ensemble", "iterate_ensemble", "EnsembleResult",
     "__version__",
 ]

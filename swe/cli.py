@@ -153,7 +153,6 @@ def cmd_run(args) -> int:
 
     import numpy as np
 
-    from .errors import SimulationError
     from .model import FiniteVolume
     from .output import writer_for
     from .scenario import DEFAULT_SCENARIO, build, load_module, parse_overrides
@@ -221,25 +220,9 @@ def cmd_run(args) -> int:
         from .output import NullWriter
 
         writer = NullWriter()
-    last = first
-    complete = False
-    try:
-        writer.write(first)
-        for frame in frames:
-            writer.write(frame)
-            last = frame
-        complete = True
-    except SimulationError as exc:
-        path = writer.close(complete=False)
-        print(f"swe run: {exc} ({writer.count} frames kept in {path})", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        path = writer.close(complete=False)
-        print(f"swe run: interrupted ({writer.count} frames kept in {path})", file=sys.stderr)
-        return 130
-    finally:
-        if complete:
-            writer.close(complete=True)
+    code, last = _write_frames(writer, first, frames)
+    if code:
+        return code
     wall = time.perf_counter() - start
     clock.__exit__()
     if not args.quiet and leader:
@@ -255,20 +238,53 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _write_frames(writer, first, frames):
+    """Write ``first`` and then every frame as it comes; ``(exit code, last frame)``.
+
+    The file is renamed into place only when every frame is written; a run that blows up
+    or is interrupted keeps ``OUT.partial`` with the frames so far (exit codes 1 and 130).
+    """
+    from .errors import SimulationError
+
+    last = first
+    try:
+        writer.write(first)
+        for frame in frames:
+            writer.write(frame)
+            last = frame
+    except SimulationError as exc:
+        path = writer.close(complete=False)
+        print(f"swe run: {exc} ({writer.count} frames kept in {path})", file=sys.stderr)
+        return EXIT_FAILED, last
+    except KeyboardInterrupt:
+        path = writer.close(complete=False)
+        print(f"swe run: interrupted ({writer.count} frames kept in {path})", file=sys.stderr)
+        return 130, last
+    writer.close(complete=True)
+    return 0, last
+
+
 def _run_ensemble(args, name, module, params, precision) -> int:
-    """``swe run --ensemble``: every member in one compiled call, written as one file;
+    """``swe run --ensemble``: every member advances in one compiled call per output
+    interval, and each output is appended to one file with an ``ensemble`` dimension;
     ``--devices N`` splits the members over N devices."""
     import dataclasses
-    import shutil
 
-    from .ensemble import simulate_ensemble
+    import numpy as np
+
+    from .ensemble import iterate_ensemble
     from .model import FiniteVolume
+    from .output import NetCDFWriter
     from .scenario import build, parse_ensemble
 
     if args.mesh:
         raise _BadInput("swe run: --ensemble splits members, not the grid, over devices: "
                         "use --devices N instead of --mesh")
     key, values = parse_ensemble(args.ensemble, module)
+    output = Path(args.output or f"{Path(name).stem}_ensemble.nc")
+    if str(output).rstrip("/").endswith(".zarr"):
+        raise _BadInput(f"swe run: -o {output} is invalid with --ensemble; ensembles are "
+                        "written as netCDF (give a name ending in .nc)")
     scenarios = [build(name, {**params, key: v}) for v in values]
     models = [sc.model for sc in scenarios]
     if args.riemann or args.reconstruction or args.limiter:
@@ -278,28 +294,42 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                               limiter=args.limiter or s0.limiter)
         models = [dataclasses.replace(m, scheme=scheme) for m in models]
     first = scenarios[0]
+    def same_times(a, b):
+        return (a is None and b is None) or (a is not None and b is not None and np.array_equal(
+            np.atleast_1d(a), np.atleast_1d(b)))
+
+    if any(sc.run_options != first.run_options or sc.t_end != first.t_end
+           or not same_times(sc.save_at, first.save_at) for sc in scenarios[1:]):
+        raise _BadInput(f"swe run: --ensemble {key}=... changes the run length, outputs or "
+                        "run options (cfl, dt, integrator) between members; members may only "
+                        "differ in the model and the initial state")
     options = dict(first.run_options)
     if args.cfl is not None:
         options["cfl"] = args.cfl
-    output = Path(args.output or f"{Path(name).stem}_ensemble.nc")
     start = time.perf_counter()
-    result = simulate_ensemble(models, [sc.state0 for sc in scenarios], first.t_end,
-                               first.save_at, members=values, member_name=key,
-                               dtype=precision, arrival_threshold=first.arrival_threshold,
-                               gauges=first.gauges, devices=args.devices,
-                               batching=args.batching, **options)
-    ds = result.to_xarray(start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"),
-                          attrs={"title": first.metadata.get("title", "swe ensemble"),
-                                 "scenario": Path(name).stem, "ensemble_parameter": key,
-                                 "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} "
-                                            + shlex.join(["swe"] + sys.argv[1:])})
-    partial = output.with_name(output.name + ".partial")
-    ds.to_netcdf(partial)
-    shutil.move(partial, output)
+    frames = iterate_ensemble(models, [sc.state0 for sc in scenarios], first.t_end,
+                              first.save_at, members=values, dtype=precision,
+                              arrival_threshold=first.arrival_threshold,
+                              devices=args.devices, batching=args.batching, **options)
+    frame0 = next(frames)  # validates every argument before a file is created
+    settings = {"integrator": options.get("integrator", "ssprk2"),
+                "cfl": options.get("cfl", 0.45) if "dt" not in options else "none",
+                "dt": options.get("dt", "none"), "dtype": precision,
+                "t0": 0.0, "t_end": first.t_end}
+    attrs = {"title": first.metadata.get("title", "swe ensemble"),
+             "scenario": Path(name).stem, "ensemble_parameter": key,
+             "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} "
+                        + shlex.join(["swe"] + sys.argv[1:])}
+    writer = NetCDFWriter(output, models[0], gauges=first.gauges, settings=settings,
+                          attrs=attrs, dtype=precision, members=values, member_name=key,
+                          start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"))
+    code, last = _write_frames(writer, frame0, frames)
+    if code:
+        return code
     wall = time.perf_counter() - start
     if not args.quiet:
         cells = models[0].grid.nx * models[0].grid.ny
-        steps = int(result.num_steps.sum())
+        steps = int(np.sum(last.num_steps))
         print(f"swe run {Path(name).stem}: ensemble of {len(values)} ({key} = "
               f"{', '.join(map(str, values))}), {cells} cells each, {steps} member-steps, "
               f"{wall:.2f} s wall, {precision}, wrote {output}")

@@ -9,6 +9,7 @@ its own CFL time step: members that finish early idle, masked, while the others 
 
 from __future__ import annotations
 
+import dataclasses
 import time as _time
 
 import diffrax
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from .errors import check_choice
+from .errors import SimulationError, check_choice
 from .model import ShallowWater
 from .simulate import Result, _check_gauges, _prepare, _raise_failure, _solve
 from .state import State
@@ -161,6 +162,59 @@ def member_mesh(devices: int):
                              axis_types=(jax.sharding.AxisType.Auto,))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Ensemble:
+    """Validated members, stacked for one compiled call (shared by simulate_ensemble and
+    iterate_ensemble)."""
+
+    runs: list
+    count: int  # members before padding
+    labels: tuple
+    model: object
+    model_axes: object
+    y0: object
+    y_axes: object
+    mesh: object
+
+
+def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
+              max_steps, dt_min, dt_max, envelopes, arrival_threshold, devices,
+              stack_states=False) -> _Ensemble:
+    models, states = _members(models, states)
+    count = len(models)
+    mesh = None if devices is None else member_mesh(devices)
+    if mesh is not None and devices > 1 and count % devices:
+        pad = devices - count % devices
+        models, states = models + models[:1] * pad, states + states[:1] * pad
+    runs = [_prepare(m, s, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
+                     dt_min, dt_max) for m, s in zip(models, states)]
+    labels = tuple(range(count)) if members is None else tuple(members)
+    if len(labels) != count:
+        raise ValueError(f"members has {len(labels)} labels for {count} ensemble members")
+    y0s = [r.state0 for r in runs]
+    if envelopes:
+        y0s = [Tracked(y, Envelopes.start(r.t0, y, arrival_threshold, r.model.h_dry))
+               for y, r in zip(y0s, runs)]
+    model, model_axes = _stack([r.model for r in runs])
+    if stack_states:  # every state leaf stacked: the carry of iterate_ensemble's intervals
+        y0 = jax.tree.map(lambda *x: jnp.stack(x), *y0s)
+        y_axes = jax.tree.map(lambda _: 0, y0)
+    else:
+        y0, y_axes = _stack(y0s)
+    return _Ensemble(runs, count, labels, model, model_axes, y0, y_axes,
+                     None if devices in (None, 1) else mesh)
+
+
+def _check_member(result, k, labels, ts, ys, num_steps, max_steps):
+    """Raise the :class:`~swe.SimulationError` of member ``k`` with its label."""
+    try:
+        _raise_failure(jax.tree.map(lambda v: v[k], result), ts[k],
+                       state_of(jax.tree.map(lambda x: x[k], ys)), num_steps[k], max_steps)
+    except Exception as exc:
+        raise type(exc)(f"ensemble member {labels[k]!r}: {exc}", time=exc.time,
+                        step=exc.step) from None
+
+
 def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
                       member_name: str = "member", t0=0.0, cfl=0.45, dt=None,
                       integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
@@ -173,59 +227,95 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
     a list; a single one is shared by all members. ``members`` labels the members (default
     0, 1, ...). ``devices``: split the members over that many devices (each runs the
     vmapped solve over its share; a member count that does not divide is padded with
-    copies of the first member, whose results are dropped). Every member's result equals
-    its single run whatever the device count. Raises :class:`~swe.SimulationError` naming
-    the first member that failed.
+    copies of the first member, whose results are dropped). ``batching="map"`` runs each
+    device's members one after another inside the same compiled call instead of
+    vmapping them (on a CPU, where a batch of grids falls out of cache, this is the faster
+    one). Every member's result equals its single run whatever the device count. Raises
+    :class:`~swe.SimulationError` naming the first member that failed.
     """
     batching = check_choice("batching", batching, ("vmap", "map"))
-    models, states = _members(models, states)
-    count = len(models)
-    mesh = None if devices is None else member_mesh(devices)
-    if mesh is not None and devices > 1 and count % devices:
-        pad = devices - count % devices
-        models, states = models + models[:1] * pad, states + states[:1] * pad
-    runs = [_prepare(m, s, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
-                     dt_min, dt_max) for m, s in zip(models, states)]
-    run = runs[0]
-    labels = tuple(range(count)) if members is None else tuple(members)
-    if len(labels) != count:
-        raise ValueError(f"members has {len(labels)} labels for {count} ensemble members")
+    ens = _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
+                    max_steps, dt_min, dt_max, envelopes, arrival_threshold, devices)
+    run = ens.runs[0]
     gauges = _check_gauges(gauges, run.model)
-    y0s = [r.state0 for r in runs]
-    if envelopes:
-        y0s = [Tracked(y, Envelopes.start(run.t0, y, arrival_threshold, r.model.h_dry))
-               for y, r in zip(y0s, runs)]
-    model, model_axes = _stack([r.model for r in runs])
-    y0, y_axes = _stack(y0s)
     stops = np.unique(np.append(run.times, run.t_end))
     only_end = run.times.size == 1 and run.times[0] == run.t_end
     start = _time.perf_counter()
     ts, ys, result, num_steps = _solve_batch(
-        model, y0, model_axes, y_axes, jnp.asarray(run.t0, run.dtype),
+        ens.model, ens.y0, ens.model_axes, ens.y_axes, jnp.asarray(run.t0, run.dtype),
         jnp.asarray(run.t_end, run.dtype), jnp.asarray(stops, run.dtype),
         None if only_end else jnp.asarray(run.times, run.dtype), run.controls,
-        run.integrator, run.max_steps, checkpoints, None if devices in (None, 1) else mesh,
-        batching)
+        run.integrator, run.max_steps, checkpoints, ens.mesh, batching)
     jax.block_until_ready(ys)
     wall = _time.perf_counter() - start
     n = run.times.size
     last = 0 if only_end else n
     results = []
     ok = np.asarray(result == diffrax.RESULTS.successful)
-    for k, r in enumerate(runs[:count]):
-        ts_k, ys_k = ts[k], jax.tree.map(lambda x: x[k], ys)
+    for k, r in enumerate(ens.runs[:ens.count]):
         if not ok[k]:
-            try:
-                _raise_failure(jax.tree.map(lambda v: v[k], result), ts_k, state_of(ys_k), num_steps[k], run.max_steps)
-            except Exception as exc:
-                raise type(exc)(f"ensemble member {labels[k]!r}: {exc}", time=exc.time,
-                                step=exc.step) from None
+            _check_member(result, k, ens.labels, ts, ys, num_steps, run.max_steps)
+        ts_k, ys_k = ts[k], jax.tree.map(lambda x: x[k], ys)
         states_k = jax.tree.map(lambda x: x[:n], state_of(ys_k))
         env = jax.tree.map(lambda x: x[last], ys_k.envelopes) if envelopes else None
         results.append(Result(model=r.model, times=ts_k[:n], states=states_k,
                               num_steps=num_steps[k], envelopes=env, gauges=gauges,
                               wall_time=wall, settings=r.settings))
-    return EnsembleResult(tuple(results), labels, member_name, wall)
+    return EnsembleResult(tuple(results), ens.labels, member_name, wall)
 
 
-__all__ = ["EnsembleResult", "simulate_ensemble"]
+class EnsembleFrame(eqx.Module):
+    """One output of :func:`iterate_ensemble`: the time (s) and, with a leading member
+    axis, the states, the envelopes so far and the steps so far."""
+
+    time: float = eqx.field(static=True)
+    state: State
+    envelopes: Envelopes
+    num_steps: np.ndarray
+
+
+def iterate_ensemble(models, states, t_end, save_at=None, *, members=None, t0=0.0, cfl=0.45,
+                     dt=None, integrator: str = "ssprk2", dtype=None,
+                     max_steps: int | None = None, dt_min=None, dt_max=None,
+                     arrival_threshold=0.01, devices=None, batching: str = "vmap"):
+    """Like :func:`simulate_ensemble`, but yields each output as an :class:`EnsembleFrame`
+    as soon as it exists (all members advance one output interval per compiled call), so
+    a writer can store it before the next is computed. The steps are those of
+    :func:`simulate_ensemble`. ``max_steps`` bounds each member's total steps."""
+    batching = check_choice("batching", batching, ("vmap", "map"))
+    ens = _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
+                    max_steps, dt_min, dt_max, True, arrival_threshold, devices,
+                    stack_states=True)
+    run = ens.runs[0]
+    count = ens.count
+
+    def first(tree):
+        return jax.tree.map(lambda x: x[:count], tree)
+
+    y = ens.y0
+    steps = np.zeros(len(ens.runs), dtype=np.int64)
+    yield EnsembleFrame(run.t0, first(y.state), first(y.envelopes), steps[:count].copy())
+    t_prev = run.t0
+    for t_next in run.times[run.times > run.t0]:
+        tb = jnp.asarray(t_next, run.dtype)
+        ts, ys, result, n = _solve_batch(
+            ens.model, y, ens.model_axes, ens.y_axes, jnp.asarray(t_prev, run.dtype), tb,
+            tb[None], None, run.controls, run.integrator, run.max_steps, 1, ens.mesh,
+            batching)
+        steps += np.asarray(n)
+        ok = np.asarray(result == diffrax.RESULTS.successful)
+        for k in range(count):
+            if not ok[k]:
+                _check_member(result, k, ens.labels, ts, ys, steps, run.max_steps)
+        if run.max_steps is not None and steps[:count].max() > run.max_steps:
+            k = int(np.argmax(steps[:count]))
+            raise SimulationError(
+                f"ensemble member {ens.labels[k]!r}: the run stopped at max_steps="
+                f"{run.max_steps} at t={float(t_next):.6g} s before reaching t_end; raise "
+                "max_steps (or pass max_steps=None)", time=float(t_next), step=int(steps[k]))
+        y = jax.tree.map(lambda x: x[:, 0], ys)
+        t_prev = float(t_next)
+        yield EnsembleFrame(t_prev, first(y.state), first(y.envelopes), steps[:count].copy())
+
+
+__all__ = ["EnsembleFrame", "EnsembleResult", "iterate_ensemble", "simulate_ensemble"]

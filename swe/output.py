@@ -125,8 +125,12 @@ def _attr_value(v):
     return repr(v)
 
 
-def _skeleton(model, gauges, start_time, attributes, dtype, times, fields, envelopes):
-    """The CF dataset for given frames; with zero frames it is the file header."""
+def _skeleton(model, gauges, start_time, attributes, dtype, times, fields, envelopes,
+              members=None, member_name="member"):
+    """The CF dataset for given frames; with zero frames it is the file header.
+
+    ``members``: an ensemble's labels; every variable but the bed then gains a leading
+    ``ensemble`` dimension (the header only: give no frames)."""
     import xarray as xr
 
     grid = model.grid
@@ -156,6 +160,13 @@ def _skeleton(model, gauges, start_time, attributes, dtype, times, fields, envel
         coords["gauge_x"] = ("gauge", np.array([g.x for g in gauges]), attrs("gauge_x"))
         coords["gauge_y"] = ("gauge", np.array([g.y for g in gauges]), attrs("gauge_y"))
     ds = xr.Dataset(data_vars=data, coords=coords, attrs=attributes)
+    if members is not None:
+        for name in ds.data_vars:
+            if name != "bed":
+                ds[name] = ds[name].expand_dims(ensemble=len(members)).copy()
+        ds = ds.assign_coords(ensemble=("ensemble", np.asarray(members)))
+        ds["ensemble"].attrs.update(long_name=f"ensemble member ({member_name})")
+        ds.attrs["ensemble_members"] = len(members)
     ds["time"].encoding.update({"units": time_units(start_time), "dtype": "float64",
                                 "_FillValue": None})
     for name in ("x", "y", "gauge_x", "gauge_y"):
@@ -179,17 +190,24 @@ class NetCDFWriter:
     """Appends frames to ``path.partial`` along an unlimited ``time`` and renames it to
     ``path`` on :meth:`close`. The header comes from the same table as :func:`to_dataset`,
     so a finished file opens to the same dataset as ``Result.to_xarray()``.
+
+    With ``members`` (an ensemble's labels) the file has a leading ``ensemble`` dimension,
+    ``(ensemble, time, y, x)``, and takes the :class:`~swe.ensemble.EnsembleFrame` s of
+    :func:`swe.iterate_ensemble`; it opens to the same dataset as
+    ``EnsembleResult.to_xarray()``.
     """
 
     def __init__(self, path, model, *, gauges=(), settings=None, attrs=None,
-                 start_time: str = DEFAULT_START, dtype="float64"):
+                 start_time: str = DEFAULT_START, dtype="float64", members=None,
+                 member_name: str = "member"):
         self.path = Path(path)
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.model, self.gauges, self.start_time = model, tuple(gauges), start_time
         self.attributes = global_attrs(model, dict(settings or {}), attrs)
         self.dtype = np.dtype(dtype)
+        self.ensemble = members is not None
         header = _skeleton(model, self.gauges, start_time, self.attributes, self.dtype, [],
-                           None, None)
+                           None, None, members, member_name)
         self.partial.parent.mkdir(parents=True, exist_ok=True)
         header.to_netcdf(self.partial, unlimited_dims=["time"], format="NETCDF4")
         import netCDF4
@@ -203,15 +221,19 @@ class NetCDFWriter:
         nc = self.nc
         nc["time"][k] = frame.time
         fields = frame_fields(self.model, frame.state)
+        # Fields (time, y, x), or (ensemble, time, y, x) with members first.
+        at = (slice(None), k) if self.ensemble else (k,)
         for name in FIELDS:
-            nc[name][k] = fields[name]
+            nc[name][at] = fields[name]
         if self.gauges:
-            series = gauge_fields(self.model, self.gauges, {n: f[None] for n, f in fields.items()})
-            for name, value in series.items():
-                nc[name][:, k] = value[:, 0]
+            series = gauge_fields(self.model, self.gauges, {n: f[..., None, :, :]
+                                                            for n, f in fields.items()})
+            for name, value in series.items():  # (gauge, [ensemble,] time=1)
+                value = np.moveaxis(value[..., 0], 0, -1)
+                nc[name][at[:-1] + (slice(None), k)] = value
         for name, value in envelope_fields(frame.envelopes).items():
             nc[name][:] = value
-        nc.setncattr("num_steps", int(frame.num_steps))
+        nc.setncattr("num_steps", int(np.max(frame.num_steps)))
         nc.sync()
         self.count += 1
 

@@ -13,9 +13,11 @@ same compiled solve on its block. What crosses block edges:
 * **Reductions**: the CFL wave speed is gathered from every device (``all_gather`` then
   ``max``, which keeps it differentiable), so all devices take the same steps.
 
-The result equals the single-device run to round-off (bit for bit in the tests), for every
-boundary kind, with bathymetry, friction and Coriolis. Mass sources (rain, point sources)
-are not supported on a mesh yet.
+Fields that the model builds from the grid (the Coriolis parameter, a point source's
+cell) are precomputed and split like any field, and forcings given as functions of time
+(rain, wind, boundary profiles) return the whole grid's values, which each device cuts to
+its block. The result equals the single-device run to round-off, for every boundary kind,
+with bathymetry, friction, Coriolis, wind, rain and point sources.
 """
 
 from __future__ import annotations
@@ -246,16 +248,83 @@ class _FieldCoriolis(eqx.Module):
         return self.f
 
 
+class _BlockOf(eqx.Module):
+    """A function of ``t`` that returns whole-grid values (an ``(ny, nx)`` field, a row or
+    column of it, or a 1-D profile along an edge), cut to this device's block. Scalars pass
+    through. ``edge`` is the grid axis a 1-D profile runs along (None: no 1-D values)."""
+
+    fn: object
+    shape: tuple[int, int] = eqx.field(static=True)
+    sizes: tuple[int, int] = eqx.field(static=True)
+    edge: int | None = eqx.field(static=True, default=None)
+
+    def __call__(self, t):
+        value = jnp.asarray(self.fn(t))
+        axes = {0: 0, 1: 1} if value.ndim == 2 else {0: self.edge} if value.ndim == 1 else {}
+        for dim, axis in axes.items():
+            if axis is None or self.sizes[axis] == 1 or value.shape[dim] != self.shape[axis]:
+                continue  # replicated, or broadcast along this axis
+            block = self.shape[axis] // self.sizes[axis]
+            value = lax.dynamic_slice_in_dim(value, lax.axis_index(AXIS_NAMES[axis]) * block,
+                                             block, axis=dim)
+        return value
+
+
+class _CellSource(eqx.Module):
+    """A point source as an indicator field of its cell (split with the grid like any
+    field): ``rate = indicator * discharge(t) / cell_area``, equal to
+    :meth:`swe.PointSource.rate` value for value."""
+
+    indicator: jax.Array
+    discharge: object
+
+    def rate(self, t, grid):
+        q = jnp.asarray(self.discharge(t) if callable(self.discharge) else self.discharge)
+        return self.indicator * (q / grid.cell_area)
+
+
 def localise(model, mesh):
     """The model as each device sees it: grid-derived fields precomputed (so that they
-    can be split) and the decomposition attached."""
-    if model.sources:
-        raise ValueError("sources (rain, point sources) are not supported on a device mesh "
-                         "yet; run without mesh")
+    can be split), functions of time wrapped to return this device's block, and the
+    decomposition attached."""
+    from .boundaries import SIDES
+    from .sources import PointSource, Rain
+
+    sizes = (mesh.shape["y"], mesh.shape["x"])
+    shape = model.grid.shape
+
+    def block(fn, edge=None):
+        return _BlockOf(fn, shape, sizes, edge) if callable(fn) else fn
+
     if model.coriolis is not None:
         f = jnp.broadcast_to(model.coriolis.parameter(model.grid), (model.grid.ny, 1))
         model = eqx.tree_at(lambda m: m.coriolis, model, _FieldCoriolis(f))
-    sizes = (mesh.shape["y"], mesh.shape["x"])
+    if model.wind is not None:
+        wind = model.wind
+        model = eqx.tree_at(lambda m: (m.wind.tau_x, m.wind.tau_y), model,
+                            (block(wind.tau_x), block(wind.tau_y)))
+    sources = []
+    for s in model.sources:
+        if isinstance(s, PointSource):
+            j, i = model.grid.cell_index(s.x, s.y)
+            s = _CellSource(jnp.zeros(shape, model.bed.dtype).at[j, i].set(1.0), s.discharge)
+        elif isinstance(s, Rain):
+            s = eqx.tree_at(lambda r: r.intensity, s, block(s.intensity))
+        else:
+            raise ValueError(f"the mass source {type(s).__name__} is not supported on a "
+                             "device mesh; expected swe.Rain or swe.PointSource")
+        sources.append(s)
+    model = eqx.tree_at(lambda m: m.sources, model, tuple(sources))
+    boundaries = model.boundaries
+    for side in SIDES:
+        bc = getattr(boundaries, side)
+        for name in ("discharge", "eta"):
+            if callable(getattr(bc, name, None)):
+                edge = 0 if side in ("west", "east") else 1
+                bc = eqx.tree_at(lambda b: getattr(b, name), bc,
+                                 block(getattr(bc, name), edge))
+        boundaries = eqx.tree_at(lambda b: getattr(b, side), boundaries, bc)
+    model = eqx.tree_at(lambda m: m.boundaries, model, boundaries)
     return eqx.tree_at(lambda m: m.decomposition, model, Decomposition(sizes),
                        is_leaf=lambda x: x is None)
 

@@ -104,3 +104,53 @@ def test_cli_ensemble_over_devices(tmp_path):
     bad = subprocess.run(cmd[:-2] + ["--mesh", "1x2", "-o", str(out)], capture_output=True,
                          text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "use --devices N instead of --mesh" in bad.stderr
+
+
+def test_iterated_ensemble_written_frame_by_frame_equals_simulate_ensemble(tmp_path):
+    from swe.output import NetCDFWriter
+
+    model, s0 = bench.problem(16)
+    values = (0.0, 0.03)
+    models = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(n)) for n in values]
+    gauges = [swe.Gauge("centre", 0.0, 0.0), swe.Gauge("edge", 2.0, -1.0)]
+    ens = swe.simulate_ensemble(models, s0, 0.4, save_at=0.2, members=values, gauges=gauges,
+                                member_name="manning_n")
+    writer = NetCDFWriter(tmp_path / "ens.nc", models[0], gauges=gauges, members=values,
+                          member_name="manning_n")
+    frames = list(swe.iterate_ensemble(models, s0, 0.4, save_at=0.2, members=values))
+    assert [f.time for f in frames] == [0.0, 0.2, 0.4]
+    for frame in frames:
+        writer.write(frame)
+        assert (tmp_path / "ens.nc.partial").exists()  # readable while the run goes on
+    writer.close()
+    np.testing.assert_array_equal(frames[-1].num_steps, ens.num_steps)
+    ds, ref = xr.open_dataset(tmp_path / "ens.nc"), ens.to_xarray()
+    assert ds.h.dims == ("ensemble", "time", "y", "x") and ds.sizes["time"] == 3
+    assert ds.gauge_h.dims == ("ensemble", "gauge", "time")
+    for name in ("h", "u", "eta", "gauge_h", "max_speed", "arrival_time", "bed"):
+        np.testing.assert_array_equal(ds[name].values, ref[name].values, err_msg=name)
+    np.testing.assert_array_equal(ds.ensemble.values, values)
+    assert ds.attrs["Conventions"] == "CF-1.10"
+
+
+def test_a_member_that_blows_up_is_named_and_earlier_frames_are_kept(tmp_path):
+    script = tmp_path / "unstable.py"
+    script.write_text(  # a fixed step: CFL 0.44 at depth 2 m, 4.4 at depth 200 m
+        "import numpy as np\nimport swe\n\n"
+        "def build(depth=2.0):\n"
+        "    grid = swe.Grid(nx=40, ny=1, x=(0.0, 400.0))\n"
+        "    model = swe.ShallowWater(grid, bed=-depth)\n"
+        "    x = np.asarray(grid.xc)\n"
+        "    s0 = swe.State.from_surface(model, eta=0.5 * np.exp(-((x - 200) / 30) ** 2)[None])\n"
+        "    return swe.Scenario(model, s0, t_end=500.0, save_at=100.0,\n"
+        "                        run_options=dict(dt=1.0))\n")
+    out = tmp_path / "ens.nc"
+    env = {**os.environ, "SWE_CACHE_DIR": ""}
+    p = subprocess.run([sys.executable, "-m", "swe", "run", str(script), "--ensemble",
+                        "depth=2,200", "-o", str(out)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 1, p.stderr
+    assert "ensemble member 200" in p.stderr and "blew up at t=" in p.stderr
+    assert "frames kept in" in p.stderr and not out.exists()
+    ds = xr.open_dataset(str(out) + ".partial")
+    assert ds.sizes["time"] >= 1 and np.all(np.isfinite(ds.h.values))
