@@ -253,15 +253,21 @@ def _write_frames(writer, first, frames):
             writer.write(frame)
             last = frame
     except SimulationError as exc:
-        path = writer.close(complete=False)
-        print(f"swe run: {exc} ({writer.count} frames kept in {path})", file=sys.stderr)
+        print(f"swe run: {exc} ({_kept(writer)})", file=sys.stderr)
         return EXIT_FAILED, last
     except KeyboardInterrupt:
-        path = writer.close(complete=False)
-        print(f"swe run: interrupted ({writer.count} frames kept in {path})", file=sys.stderr)
+        print(f"swe run: interrupted ({_kept(writer)})", file=sys.stderr)
         return 130, last
     writer.close(complete=True)
     return 0, last
+
+
+def _kept(writer) -> str:
+    """Close an unfinished file and say where its frames are."""
+    path = writer.close(complete=False)
+    if path is None:  # a process of a multi-host run that does not write
+        return "process 0 keeps the frames written so far"
+    return f"{writer.count} frames kept in {path}"
 
 
 def _run_ensemble(args, name, module, params, precision) -> int:
