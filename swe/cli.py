@@ -197,10 +197,7 @@ def cmd_run(args) -> int:
         frames = gathered(frames)  # every process takes part; process 0 writes
     start = time.perf_counter()
     first = next(frames)  # validates every argument before a file is created
-    settings = {"integrator": options.get("integrator", "ssprk2"),
-                "cfl": options.get("cfl", 0.45) if "dt" not in options else "none",
-                "dt": options.get("dt", "none"), "dtype": precision,
-                "t0": 0.0, "t_end": scenario.t_end}
+    settings = _settings(options, precision, scenario.t_end)
     extra = {"title": scenario.metadata.get("title", "swe shallow-water simulation"),
              "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} " + shlex.join(
                  ["swe"] + sys.argv[1:]),
@@ -262,6 +259,13 @@ def _write_frames(writer, first, frames):
     return 0, last
 
 
+def _settings(options, precision, t_end) -> dict:
+    """The scheme settings recorded in the output file's global attributes."""
+    return {"integrator": options.get("integrator", "ssprk2"),
+            "cfl": options.get("cfl", 0.45) if "dt" not in options else "none",
+            "dt": options.get("dt", "none"), "dtype": precision, "t0": 0.0, "t_end": t_end}
+
+
 def _kept(writer) -> str:
     """Close an unfinished file and say where its frames are."""
     path = writer.close(complete=False)
@@ -282,6 +286,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     from .model import FiniteVolume
     from .output import NetCDFWriter
     from .scenario import build, parse_ensemble
+    from .simulate import output_times
 
     if args.mesh:
         raise _BadInput("swe run: --ensemble splits members, not the grid, over devices: "
@@ -300,12 +305,10 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                               limiter=args.limiter or s0.limiter)
         models = [dataclasses.replace(m, scheme=scheme) for m in models]
     first = scenarios[0]
-    def same_times(a, b):
-        return (a is None and b is None) or (a is not None and b is not None and np.array_equal(
-            np.atleast_1d(a), np.atleast_1d(b)))
-
+    times = output_times(first.save_at, 0.0, first.t_end)
     if any(sc.run_options != first.run_options or sc.t_end != first.t_end
-           or not same_times(sc.save_at, first.save_at) for sc in scenarios[1:]):
+           or not np.array_equal(output_times(sc.save_at, 0.0, sc.t_end), times)
+           for sc in scenarios[1:]):
         raise _BadInput(f"swe run: --ensemble {key}=... changes the run length, outputs or "
                         "run options (cfl, dt, integrator) between members; members may only "
                         "differ in the model and the initial state")
@@ -318,10 +321,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                               arrival_threshold=first.arrival_threshold,
                               devices=args.devices, batching=args.batching, **options)
     frame0 = next(frames)  # validates every argument before a file is created
-    settings = {"integrator": options.get("integrator", "ssprk2"),
-                "cfl": options.get("cfl", 0.45) if "dt" not in options else "none",
-                "dt": options.get("dt", "none"), "dtype": precision,
-                "t0": 0.0, "t_end": first.t_end}
+    settings = _settings(options, precision, first.t_end)
     attrs = {"title": first.metadata.get("title", "swe ensemble"),
              "scenario": Path(name).stem, "ensemble_parameter": key,
              "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} "
