@@ -87,3 +87,15 @@ def test_changing_parameter_values_does_not_recompile():
         assert not compiles, "a parameter change triggered a recompilation"
     finally:
         jax.monitoring.clear_event_listeners()
+
+
+def test_bench_loop_yardstick_takes_the_same_steps_to_the_same_state():
+    """scripts/bench_loop.py compares diffrax's loop with a bare while_loop: the comparison
+    only means something if both run the same steps."""
+    import bench_loop
+
+    with_diffrax, bare = bench_loop.loops(16, "hll", "first_order", "euler")
+    ys, steps_d = with_diffrax()
+    y, steps_b = bare()
+    assert int(steps_d) == int(steps_b) > 1
+    np.testing.assert_array_equal(np.asarray(ys.h[0]), np.asarray(y.h))
