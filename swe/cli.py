@@ -199,8 +199,7 @@ def cmd_run(args) -> int:
     first = next(frames)  # validates every argument before a file is created
     settings = _settings(options, precision, scenario.t_end)
     extra = {"title": scenario.metadata.get("title", "swe shallow-water simulation"),
-             "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} " + shlex.join(
-                 ["swe"] + sys.argv[1:]),
+             "history": _history(),
              "scenario": scenario.metadata.get("scenario", Path(name).stem)}
     for key, value in scenario.metadata.get("parameters", {}).items():
         extra[f"param_{key}"] = value
@@ -266,6 +265,11 @@ def _settings(options, precision, t_end) -> dict:
             "dt": options.get("dt", "none"), "dtype": precision, "t0": 0.0, "t_end": t_end}
 
 
+def _history() -> str:
+    """The CF ``history`` attribute: when, and the command line that wrote the file."""
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S')} " + shlex.join(["swe"] + sys.argv[1:])
+
+
 def _kept(writer) -> str:
     """Close an unfinished file and say where its frames are."""
     path = writer.close(complete=False)
@@ -324,8 +328,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     settings = _settings(options, precision, first.t_end)
     attrs = {"title": first.metadata.get("title", "swe ensemble"),
              "scenario": Path(name).stem, "ensemble_parameter": key,
-             "history": f"{time.strftime('%Y-%m-%dT%H:%M:%S')} "
-                        + shlex.join(["swe"] + sys.argv[1:])}
+             "history": _history()}
     writer = NetCDFWriter(output, models[0], gauges=first.gauges, settings=settings,
                           attrs=attrs, dtype=precision, members=values, member_name=key,
                           start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"))
