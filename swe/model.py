@@ -71,25 +71,30 @@ def _over_grid(kernel, n_args):
     return jax.vmap(jax.vmap(kernel, in_axes=axes), in_axes=axes)
 
 
-def _materialised(fn):
+def _materialised(fn, recompute_in_reverse: bool):
     """``jnp.stack(fn(*arrays))`` for a pointwise kernel lifted over the grid, computed in
-    one fused pass, with a VJP that recomputes the kernel instead of storing its
-    intermediates.
+    one fused pass.
 
-    Forward: the outputs are stacked into one buffer behind an optimization barrier, so XLA
-    cannot re-fuse (recompute) the kernel into each consumer. Reverse: the kernel and its
-    VJP are recomputed from the saved inputs and fuse into the pads that transpose the face
-    slices. Plain autodiff instead stored the kernel's intermediates, each in its own pass
-    over the grid (XLA:CPU makes no multi-output fusions); the gradient through a run was
-    about 20% dearer. Forward-mode autodiff is unaffected in practice: diffrax's
-    checkpointed adjoint is itself reverse-mode only.
+    The outputs are stacked into one buffer behind an optimization barrier, so XLA cannot
+    re-fuse (recompute) the kernel into each consumer. With ``recompute_in_reverse``, the
+    VJP saves only the kernel's inputs and recomputes the kernel and its VJP in the
+    reverse pass, where they fuse into the consumers of the input cotangents. Plain
+    autodiff instead stores the kernel's intermediates, each written by its own pass over
+    the grid (XLA:CPU makes no multi-output fusions). Which is cheaper depends on what
+    consumes the cotangents (measured, gradient of 100 steps at 128^2): behind a MUSCL
+    limiter recomputing wins (HLLC 2.52 against 3.14 s); fed straight into the ghost-cell
+    padding of a first-order scheme it loses badly (6.5 against 2.0 s). Forward-mode
+    autodiff loses nothing: diffrax's checkpointed adjoint is reverse-mode only anyway.
     """
     def stacked(*args):
         return jnp.stack(fn(*args))
 
-    @jax.custom_vjp
     def run(*args):
         return jax.lax.optimization_barrier(stacked(*args))
+
+    if not recompute_in_reverse:
+        return run
+    run = jax.custom_vjp(run)
 
     def run_fwd(*args):
         return run(*args), args
@@ -253,8 +258,8 @@ class ShallowWater(eqx.Module):
         kernel = functools.partial(_interface, riemann=self.scheme.riemann_fn)
         # One fused pass computes all five outputs into one buffer; re-fusing (and so
         # recomputing) the whole Riemann kernel into each consumer made a stage 5x slower.
-        stacked = _materialised(_over_grid(kernel, 8))(hL, unL, utL, bL, hR, unR, utR, bR,
-                                                       self.g)
+        riemann = _materialised(_over_grid(kernel, 8), recompute_in_reverse=limiter is not None)
+        stacked = riemann(hL, unL, utL, bL, hR, unR, utR, bR, self.g)
         f_h, f_n, f_t, corr_l, corr_r = (stacked[i] for i in range(5))
         impose = (impose_face_fluxes if self.decomposition is None
                   else self.decomposition.impose_face_fluxes)
