@@ -82,7 +82,7 @@ def _materialised(fn, recompute_in_reverse: bool):
     autodiff instead stores the kernel's intermediates, each written by its own pass over
     the grid (XLA:CPU makes no multi-output fusions). Which is cheaper depends on what
     consumes the cotangents (measured, gradient of 100 steps at 128^2): behind a MUSCL
-    limiter recomputing wins (HLLC 2.52 against 3.14 s); fed straight into the ghost-cell
+    limiter recomputing wins (HLL 2.52 against 3.14 s); fed straight into the ghost-cell
     padding of a first-order scheme it loses badly (6.5 against 2.0 s). Forward-mode
     autodiff loses nothing: diffrax's checkpointed adjoint is reverse-mode only anyway.
     """
