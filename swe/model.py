@@ -82,9 +82,11 @@ def _materialised(fn, recompute_in_reverse: bool):
     autodiff instead stores the kernel's intermediates, each written by its own pass over
     the grid (XLA:CPU makes no multi-output fusions). Which is cheaper depends on what
     consumes the cotangents (measured, gradient of 100 steps at 128^2): behind a MUSCL
-    limiter recomputing wins (HLL 2.52 against 3.14 s); fed straight into the ghost-cell
-    padding of a first-order scheme it loses badly (6.5 against 2.0 s). Forward-mode
-    autodiff loses nothing: diffrax's checkpointed adjoint is reverse-mode only anyway.
+    limiter recomputing wins (HLL 2.52 against 3.14 s); in a first-order scheme, whose
+    faces are plain slices of the padded fields, it loses badly (HLLC 6.5 against 2.0 s,
+    and still 5.3 against 1.9-2.2 s with the padded fields written once; the cause is not
+    established). Forward-mode autodiff loses nothing: diffrax's checkpointed adjoint is
+    reverse-mode only anyway.
     """
     def stacked(*args):
         return jnp.stack(fn(*args))
