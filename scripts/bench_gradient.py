@@ -2,6 +2,7 @@
 at most 3x a forward run; peak memory bounded as the step count doubles).
 
     python scripts/bench_gradient.py [--n 128] [--steps 1000] [--repeat 3]
+        [--riemann hllc] [--reconstruction muscl] [--limiter minmod]
 
 Problem: the benchmark dam break (``swe.bench.problem``) on ``n x n`` cells over a bed with
 a Gaussian bump, Manning friction, ``steps`` fixed steps (dt = 0.004 s, CFL about 0.2).
@@ -26,12 +27,14 @@ jax.config.update("jax_enable_x64", True)
 
 import swe  # noqa: E402
 from swe import bench  # noqa: E402
+from swe.reconstruction import LIMITERS, RECONSTRUCTIONS  # noqa: E402
+from swe.riemann import RIEMANN_SOLVERS  # noqa: E402
 
 DT = 0.004
 GAUGES = ((-1.0, 0.0), (0.0, 1.2), (1.5, 1.5), (0.8, -0.3))
 
 
-def make_loss(n: int, steps: int, checkpoints: int):
+def make_loss(n: int, steps: int, checkpoints: int, scheme=None):
     model0, s0 = bench.problem(n)
     grid = model0.grid
     x, y = (np.asarray(a) for a in grid.cell_centers())
@@ -42,7 +45,8 @@ def make_loss(n: int, steps: int, checkpoints: int):
     save_at = np.linspace(t_end / 10, t_end, 10)
 
     def gauges(n_manning, bed):
-        model = swe.ShallowWater(grid, bed=bed, g=1.0, friction=swe.Manning(n_manning))
+        model = swe.ShallowWater(grid, bed=bed, g=1.0, friction=swe.Manning(n_manning),
+                                 scheme=scheme)
         state = swe.State(h=jnp.maximum(s0.h - bed, 0.0), hu=s0.hu, hv=s0.hv)
         r = swe.simulate(model, state, t_end, save_at=save_at, dt=DT, envelopes=False,
                          checkpoints=checkpoints, max_steps=steps + 16)
@@ -77,17 +81,25 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--checkpoints", type=int, default=64)
     p.add_argument("--repeat", type=int, default=3)
+    default = swe.FiniteVolume()
+    p.add_argument("--riemann", default=default.riemann, choices=sorted(RIEMANN_SOLVERS))
+    p.add_argument("--reconstruction", default=default.reconstruction,
+                   choices=sorted(RECONSTRUCTIONS))
+    p.add_argument("--limiter", default=default.limiter, choices=sorted(LIMITERS))
     args = p.parse_args(argv)
-    loss, bed = make_loss(args.n, args.steps, args.checkpoints)
+    scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,
+                              limiter=args.limiter)
+    loss, bed = make_loss(args.n, args.steps, args.checkpoints, scheme)
     forward = jax.jit(loss)
     gradient = jax.jit(jax.grad(loss, argnums=(0, 1)))
     n0 = 0.025
     t_fwd = median_time(forward, n0, bed, repeat=args.repeat)
     t_grad = median_time(gradient, n0, bed, repeat=args.repeat)
     g_n, g_bed = gradient(n0, bed)
-    loss2, _ = make_loss(args.n, 2 * args.steps, args.checkpoints)
+    loss2, _ = make_loss(args.n, 2 * args.steps, args.checkpoints, scheme)
     record = dict(
-        N=args.n, steps=args.steps, checkpoints=args.checkpoints, forward_s=t_fwd,
+        N=args.n, steps=args.steps, checkpoints=args.checkpoints, riemann=args.riemann,
+        reconstruction=args.reconstruction, limiter=args.limiter, forward_s=t_fwd,
         gradient_s=t_grad, gradient_over_forward=t_grad / t_fwd,
         dloss_dn=float(g_n), dloss_dbed_norm=float(jnp.linalg.norm(g_bed)),
         grad_temp_bytes=temp_bytes(gradient, n0, bed),
