@@ -99,3 +99,19 @@ def test_bench_loop_yardstick_takes_the_same_steps_to_the_same_state():
     y, steps_b = bare()
     assert int(steps_d) == int(steps_b) > 1
     np.testing.assert_array_equal(np.asarray(ys.h[0]), np.asarray(y.h))
+
+
+def test_bench_gradient_script_prints_its_record(capsys):
+    """scripts/bench_gradient.py (also run by gpu_bench.sh): one JSON line with the
+    chosen scheme, finite gradients and both memory figures."""
+    import bench_gradient
+
+    bench_gradient.main(["--n", "16", "--steps", "8", "--repeat", "1",
+                         "--reconstruction", "first_order", "--riemann", "hll"])
+    r = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (r["N"], r["steps"], r["riemann"], r["reconstruction"]) == (16, 8, "hll",
+                                                                      "first_order")
+    assert r["forward_s"] > 0 and r["gradient_s"] > 0
+    assert r["gradient_over_forward"] == pytest.approx(r["gradient_s"] / r["forward_s"])
+    assert np.isfinite(r["dloss_dn"]) and r["dloss_dbed_norm"] > 0
+    assert r["grad_temp_bytes"] > 0 and r["grad_temp_bytes_2x_steps"] > 0
