@@ -27,8 +27,6 @@ jax.config.update("jax_enable_x64", True)
 
 import swe  # noqa: E402
 from swe import bench  # noqa: E402
-from swe.reconstruction import LIMITERS, RECONSTRUCTIONS  # noqa: E402
-from swe.riemann import RIEMANN_SOLVERS  # noqa: E402
 
 DT = 0.004
 GAUGES = ((-1.0, 0.0), (0.0, 1.2), (1.5, 1.5), (0.8, -0.3))
@@ -81,14 +79,13 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--checkpoints", type=int, default=64)
     p.add_argument("--repeat", type=int, default=3)
-    default = swe.FiniteVolume()
-    p.add_argument("--riemann", default=default.riemann, choices=sorted(RIEMANN_SOLVERS))
-    p.add_argument("--reconstruction", default=default.reconstruction,
-                   choices=sorted(RECONSTRUCTIONS))
-    p.add_argument("--limiter", default=default.limiter, choices=sorted(LIMITERS))
+    bench.add_scheme_arguments(p)
     args = p.parse_args(argv)
-    scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,
-                              limiter=args.limiter)
+    try:
+        scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,
+                                  limiter=args.limiter)
+    except ValueError as e:
+        p.error(str(e))
     loss, bed = make_loss(args.n, args.steps, args.checkpoints, scheme)
     forward = jax.jit(loss)
     gradient = jax.jit(jax.grad(loss, argnums=(0, 1)))

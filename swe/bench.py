@@ -184,12 +184,22 @@ def set_threads(threads: int) -> None:
     os.sched_setaffinity(0, cores[:threads])
 
 
+def add_scheme_arguments(p) -> None:
+    """``--riemann``, ``--reconstruction`` and ``--limiter``, defaulting to the default
+    :class:`~swe.FiniteVolume` (values are checked when the scheme is built)."""
+    from .model import FiniteVolume
+
+    default = FiniteVolume()
+    p.add_argument("--riemann", default=default.riemann, help="rusanov, hll or hllc")
+    p.add_argument("--reconstruction", default=default.reconstruction,
+                   help="first_order or muscl")
+    p.add_argument("--limiter", default=default.limiter, help="minmod, mc or vanleer")
+
+
 def add_arguments(p) -> None:
     p.add_argument("--n", type=int, nargs="+", default=[256], help="grid sizes N (N x N)")
     p.add_argument("--precision", choices=("float32", "float64", "both"), default="float64")
-    p.add_argument("--riemann", default="hllc", help="rusanov, hll or hllc")
-    p.add_argument("--reconstruction", default="muscl", help="first_order or muscl")
-    p.add_argument("--limiter", default="minmod", help="minmod, mc or vanleer")
+    add_scheme_arguments(p)
     p.add_argument("--integrator", default="ssprk2", help="euler, ssprk2 or ssprk3")
     p.add_argument("--cfl", type=float, default=0.45)
     p.add_argument("--repeat", type=int, default=3, help="timed runs after the compiling one")

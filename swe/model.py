@@ -91,15 +91,15 @@ def _materialised(fn, recompute_in_reverse: bool):
     def stacked(*args):
         return jnp.stack(fn(*args))
 
-    def run(*args):
+    def barriered(*args):
         return jax.lax.optimization_barrier(stacked(*args))
 
     if not recompute_in_reverse:
-        return run
-    run = jax.custom_vjp(run)
+        return barriered
+    run = jax.custom_vjp(barriered)
 
     def run_fwd(*args):
-        return run(*args), args
+        return barriered(*args), args
 
     def run_bwd(args, ct):
         return jax.vjp(stacked, *args)[1](ct)
