@@ -97,26 +97,37 @@ def _in_one_loop_jvp(primals, tangents):
     return in_one_loop(*primals), tuple(tangents)
 
 
-def _materialised(fn, recompute_in_reverse: bool):
+@jax.custom_vjp
+def written_once(*arrays):
+    """The identity, each array written to memory once, behind an optimization barrier.
+
+    For the padded fields: otherwise XLA rewrites every shifted slice of a ghost-cell
+    concatenation into a concatenation of its own, one more pass over the grid each.
+    Stage at N = 512: first order about 15% faster, MUSCL 6.8 -> 4.8 ms. The barrier is
+    in the forward pass only; its transpose, a barrier on the cotangents, made the gradient
+    of 100 MUSCL steps at 128^2 1.36 s against 1.11 s.
+    """
+    return jax.lax.optimization_barrier(arrays)
+
+
+written_once.defvjp(lambda *arrays: (written_once(*arrays), None), lambda _, ct: tuple(ct))
+
+
+def _materialised(fn):
     """``fn(*arrays)`` for a pointwise kernel lifted over the grid, all outputs computed in
     one loop (:func:`in_one_loop`).
 
-    With ``recompute_in_reverse``, the VJP saves only the kernel's inputs and recomputes the
-    kernel and its VJP in the reverse pass, again with all input cotangents in one loop.
-    Plain autodiff instead stores the kernel's intermediates, each written by its own pass
-    over the grid (XLA:CPU makes no multi-output fusions). Which is cheaper depends on what
-    consumes the cotangents (measured, gradient of 100 steps at 128^2): behind a MUSCL
-    limiter recomputing wins (HLL 2.52 against 3.14 s); in a first-order scheme, whose
-    faces are plain slices of the padded fields, it loses badly (HLLC 6.5 against 2.0 s,
-    and still 5.3 against 1.9-2.2 s with the padded fields written once; the cause is not
-    established). Forward-mode autodiff loses nothing: diffrax's checkpointed adjoint is
-    reverse-mode only anyway.
+    Its VJP saves only the kernel's inputs, and recomputes the kernel and its VJP in the
+    reverse pass, again with all the input cotangents in one loop. Plain autodiff instead
+    stores the kernel's intermediates, each written by its own pass over the grid (XLA:CPU
+    makes no multi-output fusions). Gradient of 100 steps at 128^2, measured in alternating
+    runs: MUSCL-HLLC 1.1 s (2.3 s before the cotangents shared a loop); first-order HLLC
+    1.06 s against 1.55 s with plain autodiff. Forward-mode autodiff loses nothing:
+    diffrax's checkpointed adjoint is reverse-mode only anyway.
     """
     def together(*args):
         return in_one_loop(*fn(*args))
 
-    if not recompute_in_reverse:
-        return together
     run = jax.custom_vjp(together)
 
     def run_fwd(*args):
@@ -273,12 +284,7 @@ class ShallowWater(eqx.Module):
         un = pad(ghost_velocity(lo, 1), un, ghost_velocity(hi, 1))
         ut = pad(ghost_velocity(lo, 2), ut, ghost_velocity(hi, 2))
         limiter = self.scheme.limiter_fn
-        if limiter is None:
-            # The padded fields written once: otherwise each of the kernel's stacked outputs
-            # re-evaluates the ghost-cell concatenations. First-order stage at N = 512-1024:
-            # about 15% faster (measured in alternating pairs); MUSCL's stage, whose limiter
-            # already sits between, was 4x slower with it.
-            h, un, ut = jax.lax.optimization_barrier((h, un, ut))
+        h, un, ut = written_once(h, un, ut)
         faces = functools.partial(face_values, axis=axis, n=n, limiter=limiter)
         hL, hR = faces(h)
         unL, unR = faces(un)
@@ -295,7 +301,7 @@ class ShallowWater(eqx.Module):
         # recomputing) the whole Riemann kernel into each consumer made a stage 5x slower,
         # and one loop per output (stacked into a buffer) 1.4x (first order) to 1.65x
         # (MUSCL) slower, N = 512.
-        riemann = _materialised(_over_grid(kernel, 8), recompute_in_reverse=limiter is not None)
+        riemann = _materialised(_over_grid(kernel, 8))
         f_h, f_n, f_t, corr_l, corr_r = riemann(hL, unL, utL, bL, hR, unR, utR, bR, self.g)
         impose = (impose_face_fluxes if self.decomposition is None
                   else self.decomposition.impose_face_fluxes)

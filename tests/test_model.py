@@ -198,7 +198,7 @@ def test_recomputed_riemann_vjp_equals_autodiff(riemann):
             h[1], rng.normal(size=shape), rng.normal(size=shape), rng.normal(0, 0.1, shape),
             jnp.asarray(9.81))
     ct = tuple(rng.normal(size=shape) for _ in range(5))
-    fast = _materialised(kernel, recompute_in_reverse=True)
+    fast = _materialised(kernel)
     out, pullback = jax.vjp(fast, *args)
     ref_out, ref_pullback = jax.vjp(kernel, *args)
     np.testing.assert_allclose(out, ref_out, rtol=1e-15, atol=1e-15)
