@@ -254,8 +254,8 @@ class ShallowWater(eqx.Module):
         division per cell each: worth computing once)."""
         uv = (desingularised_velocity(state.h, state.hu, self.h_dry),
               desingularised_velocity(state.h, state.hv, self.h_dry))
-        # Materialised: otherwise XLA fuses (recomputes) them into every consumer.
-        return jax.lax.optimization_barrier(uv)
+        # Materialised, in one loop: otherwise XLA fuses (recomputes) them into every consumer.
+        return in_one_loop(*uv)
 
     def directional_fluxes(self, t, state: State, bed_padded, axis: int,
                            velocities=None) -> Fluxes:
