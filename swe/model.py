@@ -103,7 +103,8 @@ def written_once(*arrays):
 
     For the padded fields: otherwise XLA rewrites every shifted slice of a ghost-cell
     concatenation into a concatenation of its own, one more pass over the grid each.
-    Stage at N = 512: first order about 15% faster, MUSCL 6.8 -> 4.8 ms. The barrier is
+    Euler stage at N = 512 (timed with a constant bed): first order about 15% faster,
+    MUSCL 6.8 -> 4.8 ms. The barrier is
     in the forward pass only; its transpose, a barrier on the cotangents, made the gradient
     of 100 MUSCL steps at 128^2 1.36 s against 1.11 s.
     """
@@ -300,7 +301,7 @@ class ShallowWater(eqx.Module):
         # One fused loop computes all five outputs (in_one_loop); re-fusing (and so
         # recomputing) the whole Riemann kernel into each consumer made a stage 5x slower,
         # and one loop per output (stacked into a buffer) 1.4x (first order) to 1.65x
-        # (MUSCL) slower, N = 512.
+        # (MUSCL) slower (Euler stage, N = 512, constant bed).
         riemann = _materialised(_over_grid(kernel, 8))
         f_h, f_n, f_t, corr_l, corr_r = riemann(hL, unL, utL, bL, hR, unR, utR, bR, self.g)
         impose = (impose_face_fluxes if self.decomposition is None
