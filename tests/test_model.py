@@ -10,6 +10,7 @@ from .helpers import bumpy_bed, cell_average, periodic, simple_wave
 SCHEMES = {
     "first_order": swe.FiniteVolume(riemann="hll", reconstruction="first_order"),
     "muscl": swe.FiniteVolume(riemann="hllc", reconstruction="muscl", limiter="minmod"),
+    "muscl_mc": swe.FiniteVolume(riemann="hllc", reconstruction="muscl", limiter="mc"),
 }
 
 
