@@ -38,11 +38,14 @@ def _swe_configs(quick_schemes):
     default = dict(riemann="hllc", reconstruction="muscl", limiter="minmod", integrator="ssprk2")
     first = dict(riemann="hll", reconstruction="first_order", limiter="minmod",
                  integrator="euler")
+    split = dict(default, limiter="mc", integrator="split", cfl=0.9)
     configs = [("swe default f64", dict(default, precision="float64")),
                ("swe MUSCL-MC f64", dict(default, limiter="mc", precision="float64")),
+               ("swe split-Hancock MC f64", dict(split, precision="float64")),
                ("swe 1st-order f64", dict(first, precision="float64"))]
     if not quick_schemes:
         configs += [("swe default f32", dict(default, precision="float32")),
+                    ("swe split-Hancock MC f32", dict(split, precision="float32")),
                     ("swe 1st-order f32", dict(first, precision="float32"))]
     return configs
 

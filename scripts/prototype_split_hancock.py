@@ -1,5 +1,6 @@
 """Prototype, not part of the package: a dimensionally split MUSCL-Hancock scheme on the
-benchmark problem, to measure what such a scheme would give before building it into swe.
+benchmark problem, written to measure what such a scheme would give before it was built
+into swe (``integrator="split"``).
 
 What: the benchmark problem of ``swe.bench`` (flat bed, walls, no friction, wet everywhere)
 stepped by Godunov splitting (an x sweep, then a y sweep on its result, each a 1-D update
@@ -22,12 +23,14 @@ L1 of h against ``radial_reference.py``):
 Variants at N = 512: van Leer 7.34e-4, HLL 7.62e-4, CFL 0.8 7.24e-4, Toro's conservative
 Hancock predictor 7.15e-4, alternating the sweep order every step 8.02e-4.
 
-What it lacks before it can be a swe scheme: the bed (a well-balanced predictor with the
-hydrostatic reconstruction), wet/dry fronts (the predictor can make a face depth negative;
-swe's draining-time limiter would apply per sweep), every boundary kind, sources and
-friction, sharding (the halo exchange per sweep exists), and a diffrax solver whose step is
-the two sweeps. Godunov splitting is first order in the splitting error and not symmetric
-in x and y (Strang splitting, x/2 y x/2, would restore both at 1.5x the sweeps).
+swe's ``integrator="split"`` (``ShallowWater.split_step``) is the built version, with the
+bed (the predictor moves the surface, and the hydrostatic reconstruction follows), wet/dry
+fronts (dry cells and cells whose predicted face depth would be negative fall back to
+first order; the draining-time limiter applies per sweep), every boundary kind, the
+sources, sharding and gradients. This script stays as the plain reference it was checked
+against (``tests/test_bench.py``). Godunov splitting is first order in the splitting error
+and not symmetric in x and y (Strang splitting, x/2 y x/2, would restore both at 1.5x the
+sweeps).
 
     python scripts/prototype_split_hancock.py [--n 512] [--limiter mc] [--cfl 0.9]
         [--order godunov|alternate] [--riemann hllc|hll] [--repeat 3]

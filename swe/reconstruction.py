@@ -49,13 +49,53 @@ def face_values(q, *, axis: int, n: int, limiter=None):
     """
     if limiter is None:
         return _slice(q, 0, n + 1, axis), _slice(q, 1, n + 2, axis)
+    centre, half_slope = cell_slopes(q, axis=axis, n=n, limiter=limiter)
+    return faces_of(centre, half_slope, axis=axis, n=n)
+
+
+def cell_slopes(q, *, axis: int, n: int, limiter):
+    """Cell values and limited half slopes of the ``n + 2`` cells whose faces touch the
+    ``n + 1`` interfaces (``q`` with 2 ghost cells each side), for :func:`faces_of`."""
     centre = _slice(q, 1, n + 3, axis)
     back = centre - _slice(q, 0, n + 2, axis)
     fwd = _slice(q, 2, n + 4, axis) - centre
-    half_slope = 0.5 * limiter(back, fwd)
+    return centre, 0.5 * limiter(back, fwd)
+
+
+def faces_of(centre, half_slope, *, axis: int, n: int):
+    """Left and right states at the ``n + 1`` interfaces from :func:`cell_slopes`' cells:
+    the right edge of cell ``k`` against the left edge of cell ``k + 1``."""
     left = _slice(centre, 0, n + 1, axis) + _slice(half_slope, 0, n + 1, axis)
     right = _slice(centre, 1, n + 2, axis) - _slice(half_slope, 1, n + 2, axis)
     return left, right
+
+
+def hancock_predictor(h, un, ut, dh, dun, dut, deta, *, courant, g, h_dry):
+    """MUSCL-Hancock half-step predictor (van Leer 1984; Toro 2009, sec. 14.4) of the
+    shallow-water equations in primitive form along one direction, over a bed.
+
+    ``h, un, ut``: cell values; ``dh, dun, dut, deta``: their limited half slopes, that of
+    the surface ``eta = h + b`` included; ``courant = dt / dx``. Returns the cell values
+    advanced by ``dt / 2`` with ``w_t + A(w) w_x = 0``, the bed entering through the
+    surface slope (``u_t + u u_x + g eta_x = 0``), and the half slopes of ``h, un, ut``
+    and ``eta`` (the faces' bed is ``eta - h`` from these). Cells fall back to
+    first order (zero slopes, no prediction) where a predicted face depth would be
+    negative, and dry cells (``h <= h_dry``) are not predicted: the surface slope of dry
+    land is the bed's and would give them a velocity, which the Riemann solver's dry-front
+    speeds read. A lake at rest (``un = 0``, a flat surface) is left exactly as it is, so
+    the hydrostatic reconstruction that follows keeps it at rest.
+    """
+    hp = h - courant * (un * dh + h * dun)
+    unp = un - courant * (un * dun + g * deta)
+    utp = ut - courant * (un * dut)
+    ok = (h > h_dry) & (hp - jnp.abs(dh) >= 0.0)
+
+    def pick(new, old):
+        return jnp.where(ok, new, old)
+
+    zero = jnp.zeros_like(dh)
+    return (pick(hp, h), pick(unp, un), pick(utp, ut),
+            pick(dh, zero), pick(dun, zero), pick(dut, zero), pick(deta, zero))
 
 
 def hydrostatic_reconstruction(hL, bL, hR, bR):

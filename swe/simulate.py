@@ -197,7 +197,9 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
       the depth holds for any ``cfl`` in that range (draining-time limiter); accuracy and
       stability call for ``cfl <= 0.5`` in 2-D.
     * ``dt``: a fixed step (s) instead of the CFL controller.
-    * ``integrator``: ``"ssprk2"`` (default), ``"ssprk3"`` or ``"euler"``.
+    * ``integrator``: ``"ssprk2"`` (default), ``"ssprk3"``, ``"euler"``, or ``"split"``
+      (Godunov dimensional splitting with MUSCL-Hancock sweeps, stable to ``cfl=0.9``:
+      use it with ``cfl=0.9``; see :class:`swe.stepping.SplitHancock`).
     * ``dtype``: ``"float32"`` or ``"float64"``; default: the initial depth's dtype.
       float64 needs ``jax.config.update("jax_enable_x64", True)`` first.
     * ``max_steps``: bound on the number of steps (None: unbounded).

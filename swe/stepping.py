@@ -86,6 +86,9 @@ class ShallowWaterTerm(diffrax.AbstractTerm):
     def euler(self, t, y, args, dt):
         return self.model.euler_step(t, y, dt, args)
 
+    def split(self, t, y, args, dt):
+        return self.model.split_step(t, y, dt, args)
+
 
 class EndpointLinearInterpolation(diffrax.AbstractLocalInterpolation):
     """Linear in time inside a step, and exactly the computed states at its two ends.
@@ -177,7 +180,28 @@ class SSPRK3(AbstractSSPRK):
     scheme_order: ClassVar[int] = 3
 
 
-INTEGRATORS = {"euler": ForwardEuler, "ssprk2": SSPRK2, "ssprk3": SSPRK3}
+class SplitHancock(AbstractSSPRK):
+    """Godunov dimensional splitting with MUSCL-Hancock sweeps
+    (:meth:`~swe.model.ShallowWater.split_step`): one stage per direction, each stable to
+    a Courant number of 1, so run it with ``cfl=0.9``. Second order in space and time
+    within a sweep; the splitting itself is first order and favours no diagonal but
+    sweeps x before y (PyClaw's default split scheme does the same). On the benchmark at
+    N = 512: 4.7x faster than SSP-RK2 with MUSCL and 2.3x more accurate (README)."""
+
+    stages: ClassVar[tuple] = ()
+    scheme_order: ClassVar[int] = 2
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        del solver_state, made_jump
+        terms = _unwrap(terms)
+        y = terms.split(t0, state_of(y0), args, t1 - t0)
+        if isinstance(y0, Tracked):
+            y = Tracked(y, y0.envelopes.update(t1, y, terms.model.h_dry))
+        return y, None, dict(y0=y0, y1=y), None, RESULTS.successful
+
+
+INTEGRATORS = {"euler": ForwardEuler, "ssprk2": SSPRK2, "ssprk3": SSPRK3,
+               "split": SplitHancock}
 
 
 class AbstractLandingController(diffrax.AbstractStepSizeController):

@@ -40,7 +40,7 @@ def _state():
         (lambda: swe.FiniteVolume(riemann="roe"), r"riemann='roe' is not supported; choose one of 'rusanov', 'hll', 'hllc'"),
         (lambda: swe.FiniteVolume(limiter="superbee"), r"limiter='superbee' is not supported; choose one of 'minmod', 'mc', 'vanleer'"),
         (lambda: swe.FiniteVolume(reconstruction="weno"), r"reconstruction='weno' is not supported"),
-        (lambda: swe.simulate(_model(), _state(), 1.0, integrator="rk4"), r"integrator='rk4' is not supported; choose one of 'euler', 'ssprk2', 'ssprk3'"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, integrator="rk4"), r"integrator='rk4' is not supported; choose one of 'euler', 'ssprk2', 'ssprk3', 'split'"),
         (lambda: swe.Boundaries(west=swe.Periodic()), r"west=Periodic\(\) needs east=Periodic\(\) as well.*got east=Wall\(\)"),
         (lambda: swe.Boundaries(north=swe.Periodic(), south=swe.Outflow()), r"north=Periodic\(\) needs south=Periodic\(\)"),
         (lambda: swe.Boundaries(west="wall"), r"west='wall' is not a boundary condition"),

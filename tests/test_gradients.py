@@ -12,7 +12,7 @@ X, Y = (np.asarray(a) for a in GRID.cell_centers())
 BUMP = np.exp(-((X - 700.0) ** 2 + (Y - 500.0) ** 2) / 150.0**2)
 
 
-def _loss(n, amplitude, *, controller):
+def _loss(n, amplitude, *, controller, integrator="ssprk2"):
     """Gauge misfit-like scalar: squared surface at a few cells after a wave crosses a bump."""
     bed = -5.0 + amplitude * BUMP
     model = swe.ShallowWater(GRID, bed=bed, friction=swe.Manning(n),
@@ -21,15 +21,16 @@ def _loss(n, amplitude, *, controller):
     s0 = swe.State.from_surface(model, eta=eta0)
     kwargs = dict(dt=2.0) if controller == "fixed" else dict(cfl=0.4)
     r = swe.simulate(model, s0, t_end=60.0, save_at=[30.0, 60.0], checkpoints=8,
-                     envelopes=False, **kwargs)
+                     envelopes=False, integrator=integrator, **kwargs)
     eta = r.states.h + bed[None]
     return jnp.sum(eta[:, 10, 14:20] ** 2) + jnp.sum(r.final.hu[8:12, 12]) ** 2
 
 
-@pytest.mark.parametrize("controller", ["cfl"])  # fixed steps: the two tests below
-def test_gradient_matches_central_differences(controller):
+@pytest.mark.parametrize("controller,integrator", [("cfl", "ssprk2"), ("cfl", "split")])
+def test_gradient_matches_central_differences(controller, integrator):
+    # fixed steps: the two tests below
     n0, a0 = 0.03, 2.0
-    loss = jax.jit(lambda n, a: _loss(n, a, controller=controller))
+    loss = jax.jit(lambda n, a: _loss(n, a, controller=controller, integrator=integrator))
     gn, ga = jax.grad(loss, argnums=(0, 1))(n0, a0)
     for g, f, x0 in ((gn, lambda e: loss(n0 + e, a0), n0), (ga, lambda e: loss(n0, a0 + e), a0)):
         eps = 1e-5 * x0
