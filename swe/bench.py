@@ -202,7 +202,8 @@ def add_arguments(p) -> None:
     p.add_argument("--n", type=int, nargs="+", default=[256], help="grid sizes N (N x N)")
     p.add_argument("--precision", choices=("float32", "float64", "both"), default="float64")
     add_scheme_arguments(p)
-    p.add_argument("--integrator", default="ssprk2", help="euler, ssprk2 or ssprk3")
+    p.add_argument("--integrator", default="ssprk2",
+                   help="euler, ssprk2, ssprk3 or split (with --cfl 0.9)")
     p.add_argument("--cfl", type=float, default=0.45)
     p.add_argument("--repeat", type=int, default=3, help="timed runs after the compiling one")
     p.add_argument("--t-end", type=float, default=T_END)
