@@ -2,7 +2,7 @@
 at most 3x a forward run; peak memory bounded as the step count doubles).
 
     python scripts/bench_gradient.py [--n 128] [--steps 1000] [--repeat 3]
-        [--riemann hllc] [--reconstruction muscl] [--limiter minmod]
+        [--riemann hllc] [--reconstruction muscl] [--limiter minmod] [--integrator ssprk2]
 
 Problem: the benchmark dam break (``swe.bench.problem``) on ``n x n`` cells over a bed with
 a Gaussian bump, Manning friction, ``steps`` fixed steps (dt = 0.004 s, CFL about 0.2).
@@ -32,7 +32,7 @@ DT = 0.004
 GAUGES = ((-1.0, 0.0), (0.0, 1.2), (1.5, 1.5), (0.8, -0.3))
 
 
-def make_loss(n: int, steps: int, checkpoints: int, scheme=None):
+def make_loss(n: int, steps: int, checkpoints: int, scheme=None, integrator="ssprk2"):
     model0, s0 = bench.problem(n)
     grid = model0.grid
     x, y = (np.asarray(a) for a in grid.cell_centers())
@@ -47,7 +47,8 @@ def make_loss(n: int, steps: int, checkpoints: int, scheme=None):
                                  scheme=scheme)
         state = swe.State(h=jnp.maximum(s0.h - bed, 0.0), hu=s0.hu, hv=s0.hv)
         r = swe.simulate(model, state, t_end, save_at=save_at, dt=DT, envelopes=False,
-                         checkpoints=checkpoints, max_steps=steps + 16)
+                         checkpoints=checkpoints, max_steps=steps + 16,
+                         integrator=integrator)
         return r.states.h[:, rows, cols]
 
     observed = jax.jit(gauges)(0.03, jnp.asarray(bump))
@@ -80,23 +81,26 @@ def main(argv=None):
     p.add_argument("--checkpoints", type=int, default=64)
     p.add_argument("--repeat", type=int, default=3)
     bench.add_scheme_arguments(p)
+    p.add_argument("--integrator", default="ssprk2",
+                   help="ssprk2, ssprk3, euler or split (the same fixed steps)")
     args = p.parse_args(argv)
     try:
         scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,
                                   limiter=args.limiter)
     except ValueError as e:
         p.error(str(e))
-    loss, bed = make_loss(args.n, args.steps, args.checkpoints, scheme)
+    loss, bed = make_loss(args.n, args.steps, args.checkpoints, scheme, args.integrator)
     forward = jax.jit(loss)
     gradient = jax.jit(jax.grad(loss, argnums=(0, 1)))
     n0 = 0.025
     t_fwd = median_time(forward, n0, bed, repeat=args.repeat)
     t_grad = median_time(gradient, n0, bed, repeat=args.repeat)
     g_n, g_bed = gradient(n0, bed)
-    loss2, _ = make_loss(args.n, 2 * args.steps, args.checkpoints, scheme)
+    loss2, _ = make_loss(args.n, 2 * args.steps, args.checkpoints, scheme, args.integrator)
     record = dict(
         N=args.n, steps=args.steps, checkpoints=args.checkpoints, riemann=args.riemann,
-        reconstruction=args.reconstruction, limiter=args.limiter, forward_s=t_fwd,
+        reconstruction=args.reconstruction, limiter=args.limiter,
+        integrator=args.integrator, forward_s=t_fwd,
         gradient_s=t_grad, gradient_over_forward=t_grad / t_fwd,
         dloss_dn=float(g_n), dloss_dbed_norm=float(jnp.linalg.norm(g_bed)),
         grad_temp_bytes=temp_bytes(gradient, n0, bed),
