@@ -42,10 +42,13 @@ def _swe_configs(quick_schemes):
     configs = [("swe default f64", dict(default, precision="float64")),
                ("swe MUSCL-MC f64", dict(default, limiter="mc", precision="float64")),
                ("swe split-Hancock MC f64", dict(split, precision="float64")),
+               ("swe split-Hancock Roe-MC f64", dict(split, riemann="roe",
+                                                     precision="float64")),
                ("swe 1st-order f64", dict(first, precision="float64"))]
     if not quick_schemes:
         configs += [("swe default f32", dict(default, precision="float32")),
-                    ("swe split-Hancock MC f32", dict(split, precision="float32")),
+                    ("swe split-Hancock Roe-MC f32", dict(split, riemann="roe",
+                                                         precision="float32")),
                     ("swe 1st-order f32", dict(first, precision="float32"))]
     return configs
 

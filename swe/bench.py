@@ -192,7 +192,7 @@ def add_scheme_arguments(p) -> None:
     from .model import FiniteVolume
 
     default = FiniteVolume()
-    p.add_argument("--riemann", default=default.riemann, help="rusanov, hll or hllc")
+    p.add_argument("--riemann", default=default.riemann, help="rusanov, hll, hllc or roe")
     p.add_argument("--reconstruction", default=default.reconstruction,
                    help="first_order or muscl")
     p.add_argument("--limiter", default=default.limiter, help="minmod, mc or vanleer")

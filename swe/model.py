@@ -27,7 +27,7 @@ from .state import State, desingularised_velocity, safe_sqrt
 class FiniteVolume(eqx.Module):
     """Godunov finite volumes with hydrostatic reconstruction (Audusse et al. 2004).
 
-    * ``riemann``: ``"rusanov"``, ``"hll"`` or ``"hllc"``.
+    * ``riemann``: ``"rusanov"``, ``"hll"``, ``"hllc"`` or ``"roe"``.
     * ``reconstruction``: ``"first_order"`` or ``"muscl"`` (piecewise linear in surface
       elevation, depth and velocity).
     * ``limiter`` (MUSCL only): ``"minmod"``, ``"mc"`` or ``"vanleer"``.

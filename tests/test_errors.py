@@ -37,7 +37,7 @@ def _state():
         (lambda: swe.Grid(nx=4, x=(1.0, 0.0)), r"x=\(1.0, 0.0\) is invalid"),
         (lambda: swe.simulate(_model(), _state(), 1.0, cfl=0.0), r"cfl=0.0 is invalid; expected a finite number in \(0.0, 1.0\]"),
         (lambda: swe.simulate(_model(), _state(), 1.0, cfl=1.5), r"cfl=1.5 is invalid"),
-        (lambda: swe.FiniteVolume(riemann="roe"), r"riemann='roe' is not supported; choose one of 'rusanov', 'hll', 'hllc'"),
+        (lambda: swe.FiniteVolume(riemann="exact"), r"riemann='exact' is not supported; choose one of 'rusanov', 'hll', 'hllc', 'roe'"),
         (lambda: swe.FiniteVolume(limiter="superbee"), r"limiter='superbee' is not supported; choose one of 'minmod', 'mc', 'vanleer'"),
         (lambda: swe.FiniteVolume(reconstruction="weno"), r"reconstruction='weno' is not supported"),
         (lambda: swe.simulate(_model(), _state(), 1.0, integrator="rk4"), r"integrator='rk4' is not supported; choose one of 'euler', 'ssprk2', 'ssprk3', 'split'"),
