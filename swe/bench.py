@@ -120,7 +120,7 @@ def method_name(riemann, reconstruction, limiter, integrator, precision, cfl) ->
 
 def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
         reconstruction: str = "muscl", limiter: str = "minmod", integrator: str = "ssprk2",
-        repeat: int = 3, cfl: float = 0.45, t_end: float = T_END, stream_gbs=None,
+        repeat: int = 3, cfl=None, t_end: float = T_END, stream_gbs=None,
         keep_state: bool = False):
     """Run the benchmark ``repeat`` times after one compiling call; yield one record per run.
 
@@ -130,8 +130,9 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
 
     from .errors import check_choice, check_positive_int
     from .model import FiniteVolume
-    from .simulate import simulate
+    from .simulate import default_cfl, simulate
 
+    cfl = default_cfl(integrator) if cfl is None else cfl
     n = check_positive_int("n", n)
     repeat = check_positive_int("repeat", repeat)
     precision = check_choice("precision", precision, ("float32", "float64"))
@@ -203,8 +204,9 @@ def add_arguments(p) -> None:
     p.add_argument("--precision", choices=("float32", "float64", "both"), default="float64")
     add_scheme_arguments(p)
     p.add_argument("--integrator", default="ssprk2",
-                   help="euler, ssprk2, ssprk3 or split (with --cfl 0.9)")
-    p.add_argument("--cfl", type=float, default=0.45)
+                   help="euler, ssprk2, ssprk3 or split")
+    p.add_argument("--cfl", type=float, default=None,
+                   help="CFL number (default 0.45; 0.9 with --integrator split)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs after the compiling one")
     p.add_argument("--t-end", type=float, default=T_END)
     p.add_argument("--threads", type=int, default=None,

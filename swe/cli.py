@@ -260,8 +260,11 @@ def _write_frames(writer, first, frames):
 
 def _settings(options, precision, t_end) -> dict:
     """The scheme settings recorded in the output file's global attributes."""
+    from .simulate import default_cfl
+
     return {"integrator": options.get("integrator", "ssprk2"),
-            "cfl": options.get("cfl", 0.45) if "dt" not in options else "none",
+            "cfl": (options.get("cfl", default_cfl(options.get("integrator", "ssprk2")))
+                    if "dt" not in options else "none"),
             "dt": options.get("dt", "none"), "dtype": precision, "t0": 0.0, "t_end": t_end}
 
 

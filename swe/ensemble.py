@@ -216,7 +216,7 @@ def _check_member(result, k, labels, ts, ys, num_steps, max_steps):
 
 
 def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
-                      member_name: str = "member", t0=0.0, cfl=0.45, dt=None,
+                      member_name: str = "member", t0=0.0, cfl=None, dt=None,
                       integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
                       checkpoints: int = 64, dt_min=None, dt_max=None, envelopes: bool = True,
                       arrival_threshold=0.01, gauges=(), devices=None,
@@ -274,7 +274,7 @@ class EnsembleFrame(eqx.Module):
     num_steps: np.ndarray
 
 
-def iterate_ensemble(models, states, t_end, save_at=None, *, members=None, t0=0.0, cfl=0.45,
+def iterate_ensemble(models, states, t_end, save_at=None, *, members=None, t0=0.0, cfl=None,
                      dt=None, integrator: str = "ssprk2", dtype=None,
                      max_steps: int | None = None, dt_min=None, dt_max=None,
                      arrival_threshold=0.01, devices=None, batching: str = "vmap"):

@@ -183,7 +183,7 @@ class SSPRK3(AbstractSSPRK):
 class SplitHancock(AbstractSSPRK):
     """Godunov dimensional splitting with MUSCL-Hancock sweeps
     (:meth:`~swe.model.ShallowWater.split_step`): one stage per direction, each stable to
-    a Courant number of 1, so run it with ``cfl=0.9``. Second order in space and time
+    a Courant number of 1, so it runs with ``cfl=0.9`` unless told otherwise. Second order in space and time
     within a sweep; the splitting itself is first order and favours no diagonal but
     sweeps x before y (PyClaw's default split scheme does the same). On the benchmark at
     N = 512: 4.7x faster than SSP-RK2 with MUSCL and 2.3x more accurate (README)."""
