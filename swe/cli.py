@@ -43,10 +43,13 @@ def _parser() -> argparse.ArgumentParser:
                    "a name ending in .zarr writes Zarr)")
     r.add_argument("--precision", choices=("float32", "float64"), default=None,
                    help="floating-point precision (default: float64 on CPU, float32 on GPU)")
-    r.add_argument("--riemann", default=None, help="rusanov, hll or hllc")
+    r.add_argument("--riemann", default=None, help="rusanov, hll, hllc or roe")
     r.add_argument("--reconstruction", default=None, help="first_order or muscl")
     r.add_argument("--limiter", default=None, help="minmod, mc or vanleer")
-    r.add_argument("--cfl", type=float, default=None, help="CFL number in (0, 1]")
+    r.add_argument("--integrator", default=None,
+                   help="ssprk2 (default), ssprk3, euler or split (split MUSCL-Hancock)")
+    r.add_argument("--cfl", type=float, default=None,
+                   help="CFL number in (0, 1] (default 0.45; 0.9 with --integrator split)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     r.add_argument("--ensemble", default=None, metavar="KEY=V1,V2,...",
                    help="run one member per value of a scenario parameter (or "
@@ -171,9 +174,7 @@ def cmd_run(args) -> int:
                               reconstruction=args.reconstruction or scheme.reconstruction,
                               limiter=args.limiter or scheme.limiter)
         model = dataclasses.replace(model, scheme=scheme)
-    options = dict(scenario.run_options)
-    if args.cfl is not None:
-        options["cfl"] = args.cfl
+    options = _run_options(scenario.run_options, args)
     output = Path(args.output or f"{Path(name).stem}.nc")
 
     from .bench import CompileClock
@@ -258,6 +259,16 @@ def _write_frames(writer, first, frames):
     return 0, last
 
 
+def _run_options(options, args) -> dict:
+    """The scenario's run options with ``--integrator`` and ``--cfl`` applied."""
+    options = dict(options)
+    if args.integrator is not None:
+        options["integrator"] = args.integrator
+    if args.cfl is not None:
+        options["cfl"] = args.cfl
+    return options
+
+
 def _settings(options, precision, t_end) -> dict:
     """The scheme settings recorded in the output file's global attributes."""
     from .simulate import default_cfl
@@ -319,9 +330,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
         raise _BadInput(f"swe run: --ensemble {key}=... changes the run length, outputs or "
                         "run options (cfl, dt, integrator) between members; members may only "
                         "differ in the model and the initial state")
-    options = dict(first.run_options)
-    if args.cfl is not None:
-        options["cfl"] = args.cfl
+    options = _run_options(first.run_options, args)
     start = time.perf_counter()
     frames = iterate_ensemble(models, [sc.state0 for sc in scenarios], first.t_end,
                               first.save_at, members=values, dtype=precision,

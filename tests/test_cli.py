@@ -1,5 +1,6 @@
 """The swe command end to end, in subprocesses, as a user runs it."""
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -57,6 +58,20 @@ def test_run_writes_a_cf_file_equal_to_the_python_result(tmp_path):
             np.testing.assert_array_equal(ds[name].values, ref[name].values)
 
 
+def test_run_with_the_split_scheme_and_the_roe_flux(tmp_path):
+    out = tmp_path / "split.nc"
+    p = swe_cmd("run", "dam_break", "--set", "nx=200", "--integrator", "split", "--riemann",
+                "roe", "--limiter", "mc", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    ds = xr.open_dataset(out)
+    assert ds.attrs["integrator"] == "split" and ds.attrs["cfl"] == 0.9
+    assert ds.attrs["riemann"] == "roe" and ds.attrs["limiter"] == "mc"
+    sc = build("dam_break", {"nx": 200})
+    model = dataclasses.replace(sc.model, scheme=swe.FiniteVolume(riemann="roe", limiter="mc"))
+    r = swe.simulate(model, sc.state0, sc.t_end, sc.save_at, integrator="split")
+    np.testing.assert_allclose(ds["h"].values, np.asarray(r.states.h), rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("args,needle", [
     (["run", "no_such_scenario"], "unknown scenario 'no_such_scenario'; choose one of"),
     (["run", "dam_break", "--set", "nope=1"], "unknown parameter 'nope'"),
@@ -65,6 +80,7 @@ def test_run_writes_a_cf_file_equal_to_the_python_result(tmp_path):
     (["run", "dam_break", "--set", "nx=0"], "nx=0 is invalid"),
     (["run", "dam_break", "--limiter", "superbee"], "limiter='superbee' is not supported"),
     (["run", "dam_break", "--cfl", "1.5"], "cfl=1.5 is invalid"),
+    (["run", "dam_break", "--integrator", "rk4"], "integrator='rk4' is not supported"),
     (["run", "dam_break", "--precision", "float16"], "invalid choice"),
     (["run", "missing_file.py"], "does not exist"),
     (["plot", "missing.nc"], "does not exist"),
