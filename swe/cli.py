@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("cases", nargs="*", help="cases to run (default: all)")
     v.add_argument("--quick", action="store_true", help="coarse grids (a few minutes, as in CI)")
     v.add_argument("--report", default=None, help="report path (default: validation/REPORT.md)")
+    v.add_argument("--integrator", default=None,
+                   help="run every case with this integrator (e.g. split) instead of its own")
+    v.add_argument("--riemann", default=None, help="every case with this Riemann flux")
+    v.add_argument("--limiter", default=None, help="every MUSCL case with this limiter")
 
     b = sub.add_parser("bench", help="the performance benchmark: one JSON line per timed run")
     from .bench import add_arguments
@@ -372,7 +376,8 @@ def cmd_validate(args) -> int:
     _validation_package()
     from validation.report import validate
 
-    results = validate(args.cases, quick=args.quick, report=args.report)
+    results = validate(args.cases, quick=args.quick, report=args.report,
+                       integrator=args.integrator, riemann=args.riemann, limiter=args.limiter)
     failed = [r.name for r in results if not r.passed]
     print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0

@@ -339,14 +339,15 @@ class ShallowWater(eqx.Module):
         return {axis: self.directional_fluxes(t, state, beds[axis], axis, velocities, dt)
                 for axis in beds}
 
-    def forcing(self, t, state: State):
-        """Pointwise explicit sources ``(dh, dhu, dhv)`` (Coriolis, wind, mass); None if absent."""
+    def forcing(self, t, state: State, coriolis=True):
+        """Pointwise explicit sources ``(dh, dhu, dhv)`` (Coriolis unless ``coriolis=False``,
+        wind, mass); None if absent."""
         dh = dhu = dhv = None
 
         def add(a, b):
             return b if a is None else a + b
 
-        if self.coriolis is not None:
+        if coriolis and self.coriolis is not None:
             f = self.coriolis.parameter(self.grid).astype(state.h.dtype)
             dhu, dhv = add(dhu, f * state.hv), add(dhv, -f * state.hu)
         if self.wind is not None:
@@ -461,17 +462,43 @@ class ShallowWater(eqx.Module):
         """One step of Godunov dimensional splitting: a sweep along x over the whole step,
         then one along y from its result, each a positivity-limited Euler update whose
         MUSCL face values are advanced by ``dt / 2`` first (MUSCL-Hancock; first order
-        without MUSCL). The forcing and the friction come with the last sweep. Each sweep
+        without MUSCL), between two half steps of the pointwise sources
+        (:meth:`source_step`; Strang splitting of the sources: on the geostrophic validation
+        case at 128^2, L1(h) 0.084 against 0.140 with one full source step after the
+        sweeps, and 0.022 for SSP-RK2, which keeps the Coriolis force and the pressure
+        gradient in the same stage). Each sweep
         is stable up to a Courant number of 1 in its own direction, so ``cfl = 0.9`` (as
         PyClaw's split scheme) is twice the unsplit schemes' step.
         """
-        axes = tuple(beds)
-        if not axes:  # nothing to sweep: the sources alone
-            return self.euler_step(t, state, dt, beds)
-        for k, axis in enumerate(axes):
+        state = self.source_step(t, state, 0.5 * dt)
+        for axis in beds:
             state = self.euler_step(t, state, dt, {axis: beds[axis]}, predictor=True,
-                                    sources=k == len(axes) - 1)
-        return state
+                                    sources=False)
+        return self.source_step(t + 0.5 * dt, state, 0.5 * dt)
+
+    def source_step(self, t, state: State, dt) -> State:
+        """The pointwise sources over ``dt``, the last part of a split step: the mass
+        sources and the wind explicitly, the Coriolis force as the exact rotation of
+        ``(hu, hv)`` by ``f dt`` (a forward Euler step of it would grow the kinetic energy
+        by ``1 + (f dt)^2`` per step: the geostrophic validation case blew up after 2374
+        steps that way), then the friction semi-implicitly. The identity when the model
+        has none of them."""
+        if (self.coriolis is None and self.friction is None and self.wind is None
+                and not self.sources):
+            return state
+        sh, shu, shv = self.forcing(t, state, coriolis=False)
+        h = state.h if sh is None else jnp.maximum(state.h + dt * sh, 0.0)
+        hu = state.hu if shu is None else state.hu + dt * shu
+        hv = state.hv if shv is None else state.hv + dt * shv
+        if self.coriolis is not None:
+            angle = dt * self.coriolis.parameter(self.grid).astype(state.h.dtype)
+            c, s = jnp.cos(angle), jnp.sin(angle)
+            hu, hv = c * hu + s * hv, c * hv - s * hu
+        if self.friction is not None:
+            damping = 1.0 / (1.0 + dt * self._friction_rate(h, state))
+            hu, hv = hu * damping, hv * damping
+        dry = h <= 0.0
+        return State(h=h, hu=jnp.where(dry, 0.0, hu), hv=jnp.where(dry, 0.0, hv))
 
     def _wave_speed(self, h, qn, qt):
         un = desingularised_velocity(h, qn, self.h_dry)

@@ -20,3 +20,25 @@ def test_validation_case_passes_quick(name, tmp_path):
     report = write_report([result], tmp_path / "REPORT.md", quick=True)
     text = report.read_text()
     assert f"## {result.title}: PASS" in text and "| check | value | threshold | result |" in text
+
+
+def test_validate_with_another_scheme_writes_its_own_report(tmp_path):
+    """``swe validate --integrator split --riemann roe --limiter mc``: every run of a case
+    uses that scheme (the split scheme's steps differ), the report says so, and
+    ``swe.simulate`` is itself again afterwards."""
+    import swe
+    from validation.report import validate
+
+    original = swe.simulate
+    report = tmp_path / "report.md"
+    [own] = validate(["lake_at_rest"], quick=True, report=tmp_path / "own.md",
+                     outdir=tmp_path, echo=lambda *a: None)
+    [split] = validate(["lake_at_rest"], quick=True, report=report, outdir=tmp_path,
+                       echo=lambda *a: None, integrator="split", riemann="roe", limiter="mc")
+    assert swe.simulate is original
+    assert own.passed and split.passed
+    assert own.rows != split.rows
+    text = report.read_text()
+    assert "--integrator split --riemann roe --limiter mc" in text
+    with pytest.raises(ValueError, match="integrator='rk4' is not supported"):
+        validate(["lake_at_rest"], quick=True, report=report, integrator="rk4")
