@@ -477,12 +477,12 @@ class ShallowWater(eqx.Module):
         return self.source_step(t + 0.5 * dt, state, 0.5 * dt)
 
     def source_step(self, t, state: State, dt) -> State:
-        """The pointwise sources over ``dt``, the last part of a split step: the mass
-        sources and the wind explicitly, the Coriolis force as the exact rotation of
-        ``(hu, hv)`` by ``f dt`` (a forward Euler step of it would grow the kinetic energy
-        by ``1 + (f dt)^2`` per step: the geostrophic validation case blew up after 2374
-        steps that way), then the friction semi-implicitly. The identity when the model
-        has none of them."""
+        """The pointwise sources over ``dt`` (half a split step's, before its sweeps and
+        again after them): the mass sources and the wind explicitly, the Coriolis force as
+        the exact rotation of ``(hu, hv)`` by ``f dt`` (a forward Euler step of it grows
+        the kinetic energy by ``1 + (f dt)^2`` per step: the geostrophic validation case
+        blew up after 2374 steps that way), then the friction semi-implicitly. The
+        identity when the model has none of them."""
         if (self.coriolis is None and self.friction is None and self.wind is None
                 and not self.sources):
             return state
