@@ -29,8 +29,8 @@ fronts (dry cells and cells whose predicted face depth would be negative fall ba
 first order; the draining-time limiter applies per sweep), every boundary kind, the
 sources, sharding and gradients. This script stays as the plain reference it was checked
 against (``tests/test_bench.py``). Godunov splitting is first order in the splitting error
-and not symmetric in x and y (Strang splitting, x/2 y x/2, would restore both at 1.5x the
-sweeps).
+and not symmetric in x and y; Strang splitting (x/2 y x/2) would make the splitting second
+order at 1.5x the sweeps, but not symmetric either.
 
     python scripts/prototype_split_hancock.py [--n 512] [--limiter mc] [--cfl 0.9]
         [--order godunov|alternate] [--riemann hllc|hll] [--repeat 3]

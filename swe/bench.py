@@ -38,7 +38,8 @@ T_END = 1.0
 # stage k reads its input (3 fields) and the bed (1) and writes 3; SSP stages after the
 # first also read the step's first state (3); the CFL reduction reads one state (3). A
 # split step is one such stage per direction (2), with no combination with the first state.
-_STAGES = {"euler": 1, "ssprk2": 2, "ssprk3": 3, "split": 2}
+# Per integrator: (stages, stages that also read the first state).
+_STAGES = {"euler": (1, 0), "ssprk2": (2, 1), "ssprk3": (3, 2), "split": (2, 0)}
 _COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                    "/jax/core/compile/jaxpr_to_mlir_module_duration",
                    "/jax/core/compile/backend_compile_duration",
@@ -60,8 +61,7 @@ def record(solver: str, n: int, steps: int, wall_s: float, mass_initial: float,
 
 def bytes_per_cell_update(integrator: str, itemsize: int) -> int:
     """Minimum memory traffic (bytes) per cell and step of a fully fused implementation."""
-    stages = _STAGES[integrator]
-    combined = 0 if integrator == "split" else stages - 1
+    stages, combined = _STAGES[integrator]
     words = stages * (3 + 1 + 3) + combined * 3 + 3
     return words * itemsize
 

@@ -309,7 +309,7 @@ class ShallowWater(eqx.Module):
             etaL, etaR = faces_of(ceta, deta, axis=axis, n=n)
             nowL, nowR = faces_of(h_now, dh, axis=axis, n=n)
             bL, bR = etaL - nowL, etaR - nowR
-            hL, hR = faces_of(ch, dh, axis=axis, n=n)
+            hL, hR = (nowL, nowR) if dt is None else faces_of(ch, dh, axis=axis, n=n)
             unL, unR = faces_of(cun, dun, axis=axis, n=n)
             utL, utR = faces_of(cut, dut, axis=axis, n=n)
         kernel = functools.partial(_interface, riemann=self.scheme.riemann_fn)
@@ -452,7 +452,12 @@ class ShallowWater(eqx.Module):
         (h,) = written_once(jnp.maximum(h, 0.0))
         hu = state.hu + dt * (dhu if shu is None else dhu + shu)
         hv = state.hv + dt * (dhv if shv is None else dhv + shv)
-        if sources and self.friction is not None:
+        return self._finish(state, h, hu, hv, dt, friction=sources)
+
+    def _finish(self, state: State, h, hu, hv, dt, friction=True) -> State:
+        """The end of an update from ``state``: semi-implicit friction over ``dt`` (the
+        velocities of ``state``, the new depth), then the momentum of dry cells zeroed."""
+        if friction and self.friction is not None:
             damping = 1.0 / (1.0 + dt * self._friction_rate(h, state))
             hu, hv = hu * damping, hv * damping
         dry = h <= 0.0
@@ -494,11 +499,7 @@ class ShallowWater(eqx.Module):
             angle = dt * self.coriolis.parameter(self.grid).astype(state.h.dtype)
             c, s = jnp.cos(angle), jnp.sin(angle)
             hu, hv = c * hu + s * hv, c * hv - s * hu
-        if self.friction is not None:
-            damping = 1.0 / (1.0 + dt * self._friction_rate(h, state))
-            hu, hv = hu * damping, hv * damping
-        dry = h <= 0.0
-        return State(h=h, hu=jnp.where(dry, 0.0, hu), hv=jnp.where(dry, 0.0, hv))
+        return self._finish(state, h, hu, hv, dt)
 
     def _wave_speed(self, h, qn, qt):
         un = desingularised_velocity(h, qn, self.h_dry)

@@ -18,9 +18,10 @@ CASES = ("stoker", "ritter", "thacker_planar", "thacker_radial", "lake_at_rest",
 
 
 @contextlib.contextmanager
-def scheme_override(integrator=None, riemann=None, limiter=None):
-    """Every ``swe.simulate`` call inside runs with this integrator, Riemann flux and/or
-    limiter instead of the case's own (MUSCL cases only for the limiter). A case's own
+def scheme_override(integrator=None, **scheme):
+    """Every ``swe.simulate`` call inside runs with this integrator and these
+    :class:`swe.FiniteVolume` fields (``riemann``, ``limiter``) instead of the case's own
+    (MUSCL cases only for the limiter). A case's own
     ``cfl`` is dropped with a new integrator (its default applies: 0.9 for ``"split"``);
     fixed steps are kept. For checking another scheme against the whole suite:
     ``swe validate --integrator split --riemann roe --limiter mc``."""
@@ -29,14 +30,11 @@ def scheme_override(integrator=None, riemann=None, limiter=None):
     original = swe.simulate
 
     def simulate(model, state0, *args, **kwargs):
-        scheme = model.scheme
-        changes = {}
-        if riemann is not None:
-            changes["riemann"] = riemann
-        if limiter is not None and scheme.reconstruction == "muscl":
-            changes["limiter"] = limiter
+        changes = {k: v for k, v in scheme.items()
+                   if k != "limiter" or model.scheme.reconstruction == "muscl"}
         if changes:
-            model = dataclasses.replace(model, scheme=dataclasses.replace(scheme, **changes))
+            model = dataclasses.replace(
+                model, scheme=dataclasses.replace(model.scheme, **changes))
         if integrator is not None:
             kwargs["integrator"] = integrator
             kwargs.pop("cfl", None)
@@ -120,7 +118,7 @@ def validate(cases=None, quick: bool = False, report: Path | None = None,
         from swe.errors import check_choice
         from swe.stepping import INTEGRATORS
 
-        swe.FiniteVolume(riemann=riemann or "hllc", limiter=limiter or "minmod")
+        swe.FiniteVolume(**{k: v for k, v in override.items() if k != "integrator"})
         if integrator is not None:
             check_choice("integrator", integrator, INTEGRATORS)
     tag = "-".join(override.values())
