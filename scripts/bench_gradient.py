@@ -82,7 +82,7 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=3)
     bench.add_scheme_arguments(p)
     p.add_argument("--integrator", default="ssprk2",
-                   help="ssprk2, ssprk3, euler or split (the same fixed steps)")
+                   help="ssprk2, ssprk3, euler, split or strang (the same fixed steps)")
     args = p.parse_args(argv)
     try:
         scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,

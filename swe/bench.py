@@ -37,9 +37,11 @@ T_END = 1.0
 # Words of state read and written per cell and step by an ideal fused implementation:
 # stage k reads its input (3 fields) and the bed (1) and writes 3; SSP stages after the
 # first also read the step's first state (3); the CFL reduction reads one state (3). A
-# split step is one such stage per direction (2), with no combination with the first state.
+# split step (Godunov or Strang) is one such stage per direction (2), with no combination
+# with the first state.
 # Per integrator: (stages, stages that also read the first state).
-_STAGES = {"euler": (1, 0), "ssprk2": (2, 1), "ssprk3": (3, 2), "split": (2, 0)}
+_STAGES = {"euler": (1, 0), "ssprk2": (2, 1), "ssprk3": (3, 2), "split": (2, 0),
+           "strang": (2, 0)}
 _COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                    "/jax/core/compile/jaxpr_to_mlir_module_duration",
                    "/jax/core/compile/backend_compile_duration",
@@ -204,9 +206,9 @@ def add_arguments(p) -> None:
     p.add_argument("--precision", choices=("float32", "float64", "both"), default="float64")
     add_scheme_arguments(p)
     p.add_argument("--integrator", default="ssprk2",
-                   help="euler, ssprk2, ssprk3 or split")
+                   help="euler, ssprk2, ssprk3, split or strang")
     p.add_argument("--cfl", type=float, default=None,
-                   help="CFL number (default 0.45; 0.9 with --integrator split)")
+                   help="CFL number (default 0.45; 0.9 with --integrator split or strang)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs after the compiling one")
     p.add_argument("--t-end", type=float, default=T_END)
     p.add_argument("--threads", type=int, default=None,

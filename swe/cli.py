@@ -47,9 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--reconstruction", default=None, help="first_order or muscl")
     r.add_argument("--limiter", default=None, help="minmod, mc or vanleer")
     r.add_argument("--integrator", default=None,
-                   help="ssprk2 (default), ssprk3, euler or split (split MUSCL-Hancock)")
+                   help="ssprk2 (default), ssprk3, euler, split (split MUSCL-Hancock) or "
+                        "strang (split, sweep order alternated)")
     r.add_argument("--cfl", type=float, default=None,
-                   help="CFL number in (0, 1] (default 0.45; 0.9 with --integrator split)")
+                   help="CFL number in (0, 1] (default 0.45; 0.9 with --integrator split or "
+                        "strang)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     r.add_argument("--ensemble", default=None, metavar="KEY=V1,V2,...",
                    help="run one member per value of a scenario parameter (or "
@@ -73,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--quick", action="store_true", help="coarse grids (a few minutes, as in CI)")
     v.add_argument("--report", default=None, help="report path (default: validation/REPORT.md)")
     v.add_argument("--integrator", default=None,
-                   help="run every case with this integrator (e.g. split) instead of its own")
+                   help="run every case with this integrator (e.g. split, strang) instead of "
+                        "its own")
     v.add_argument("--riemann", default=None, help="every case with this Riemann flux")
     v.add_argument("--limiter", default=None, help="every MUSCL case with this limiter")
 

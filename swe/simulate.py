@@ -119,9 +119,9 @@ class _Run:
 
 
 def default_cfl(integrator: str) -> float:
-    """The CFL number used when none is given: 0.9 for the split scheme, whose sweeps are
+    """The CFL number used when none is given: 0.9 for the split schemes, whose sweeps are
     each stable to 1, and 0.45 for the unsplit SSP schemes."""
-    return 0.9 if str(integrator).lower() == "split" else 0.45
+    return 0.9 if str(integrator).lower() in ("split", "strang") else 0.45
 
 
 def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
@@ -200,14 +200,16 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
 
     * ``save_at``: an output interval (s) or a sequence of output times in ``[t0, t_end]``;
       default ``[t0, t_end]``. Steps are shortened to land exactly on each output time.
-    * ``cfl`` in ``(0, 1]`` (default 0.45; 0.9 with ``integrator="split"``):
+    * ``cfl`` in ``(0, 1]`` (default 0.45; 0.9 with ``"split"`` and ``"strang"``):
       ``dt = cfl * min(dx, dy) / max(|u| + sqrt(g h))``. Positivity of
       the depth holds for any ``cfl`` in that range (draining-time limiter); accuracy and
       stability call for ``cfl <= 0.5`` in 2-D.
     * ``dt``: a fixed step (s) instead of the CFL controller.
-    * ``integrator``: ``"ssprk2"`` (default), ``"ssprk3"``, ``"euler"``, or ``"split"``
+    * ``integrator``: ``"ssprk2"`` (default), ``"ssprk3"``, ``"euler"``, ``"split"``
       (Godunov dimensional splitting with MUSCL-Hancock sweeps, each stable to a Courant
-      number of 1; see :class:`swe.stepping.SplitHancock`).
+      number of 1; see :class:`swe.stepping.SplitHancock`) or ``"strang"`` (the same with
+      the sweep order alternated every step: second-order splitting, for flows near a
+      balance such as geostrophic; :class:`swe.stepping.StrangSplitHancock`).
     * ``dtype``: ``"float32"`` or ``"float64"``; default: the initial depth's dtype.
       float64 needs ``jax.config.update("jax_enable_x64", True)`` first.
     * ``max_steps``: bound on the number of steps (None: unbounded).

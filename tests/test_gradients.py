@@ -26,7 +26,8 @@ def _loss(n, amplitude, *, controller, integrator="ssprk2"):
     return jnp.sum(eta[:, 10, 14:20] ** 2) + jnp.sum(r.final.hu[8:12, 12]) ** 2
 
 
-@pytest.mark.parametrize("controller,integrator", [("cfl", "ssprk2"), ("cfl", "split")])
+@pytest.mark.parametrize("controller,integrator", [("cfl", "ssprk2"), ("cfl", "split"),
+                                                          ("cfl", "strang")])
 def test_gradient_matches_central_differences(controller, integrator):
     # fixed steps: the two tests below
     n0, a0 = 0.03, 2.0

@@ -21,9 +21,9 @@ CASES = ("stoker", "ritter", "thacker_planar", "thacker_radial", "lake_at_rest",
 def scheme_override(integrator=None, **scheme):
     """Every ``swe.simulate`` call inside runs with this integrator and these
     :class:`swe.FiniteVolume` fields (``riemann``, ``limiter``) instead of the case's own
-    (MUSCL cases only for the limiter). A case's own
-    ``cfl`` is dropped with a new integrator (its default applies: 0.9 for ``"split"``);
-    fixed steps are kept. For checking another scheme against the whole suite:
+    (MUSCL cases only for the limiter). A case's own ``cfl`` is dropped with a new
+    integrator (its default applies: 0.9 for ``"split"`` and ``"strang"``); fixed steps
+    are kept. For checking another scheme against the whole suite:
     ``swe validate --integrator split --riemann roe --limiter mc``."""
     import swe
 
