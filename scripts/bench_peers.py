@@ -44,6 +44,9 @@ def _swe_configs(quick_schemes):
                ("swe split-Hancock MC f64", dict(split, precision="float64")),
                ("swe split-Hancock Roe-MC f64", dict(split, riemann="roe",
                                                      precision="float64")),
+               ("swe Strang-Hancock Roe-MC f64", dict(split, riemann="roe",
+                                                      integrator="strang",
+                                                      precision="float64")),
                ("swe 1st-order f64", dict(first, precision="float64"))]
     if not quick_schemes:
         configs += [("swe default f32", dict(default, precision="float32")),

@@ -213,10 +213,11 @@ class StrangSplitHancock(SplitHancock):
     y then x): over each pair of steps this is Strang's second-order splitting (LeVeque
     2002, sec. 19.5), at the same cost per step. The splitting error of Godunov's order
     is what breaks a balance between directions; on the geostrophic eddy
-    (``validation/geostrophic.py``, one inertial period) L1(h) at 64^2 / 128^2 is
-    0.042 / 0.0091 against Godunov's 0.146 / 0.084 (SSP-RK2 MUSCL: 0.022 at 128^2), and
-    the x/y asymmetry of the benchmark dam break, max |h - h^T|, 0.0087 against 0.033
-    at N = 512. On that dam break L1(h) is 7.42e-4 against 6.76e-4 (Roe-MC).
+    (``validation/geostrophic.py``, one inertial period, Roe-MC) L1(h) at 64^2 / 128^2 /
+    256^2 is 0.026 / 0.0061 / 0.0014 (fitted order 2.11), against Godunov's 0.143 /
+    0.084 / 0.042 (0.88) and the default SSP-RK2 MUSCL's 0.083 / 0.022 / 0.0065 (1.84)
+    in twice the steps. The x/y asymmetry of the benchmark dam break, max |h - h^T|, is
+    0.0087 against 0.033 at N = 512; there L1(h) is 7.42e-4 against 6.76e-4.
 
     The order is chosen at run time with ``lax.cond``; under ``jax.vmap`` (ensembles
     with ``batching="vmap"``) the condition is batched and both orders are computed: 8

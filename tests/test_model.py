@@ -181,7 +181,7 @@ def test_strang_splitting_keeps_a_geostrophic_eddy_far_better_than_godunov():
     """The f-plane eddy of validation/geostrophic.py (gradient-wind balance), one inertial
     period at 48^2: Godunov splitting separates the Coriolis force from the pressure
     gradient that balances it; alternating the sweeps cancels most of that error
-    (measured at 64^2: L1(h) 0.146 against 0.042)."""
+    (measured at 64^2: L1(h) 0.143 against 0.026)."""
     from validation import geostrophic
     from validation.report import scheme_override
 
