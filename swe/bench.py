@@ -37,11 +37,11 @@ T_END = 1.0
 # Words of state read and written per cell and step by an ideal fused implementation:
 # stage k reads its input (3 fields) and the bed (1) and writes 3; SSP stages after the
 # first also read the step's first state (3); the CFL reduction reads one state (3). A
-# split step (Godunov or Strang) is one such stage per direction (2), with no combination
-# with the first state.
+# split step is one such stage per sweep (Godunov: 2; Strang: 3, x twice over half the
+# step), with no combination with the first state.
 # Per integrator: (stages, stages that also read the first state).
 _STAGES = {"euler": (1, 0), "ssprk2": (2, 1), "ssprk3": (3, 2), "split": (2, 0),
-           "strang": (2, 0)}
+           "strang": (3, 0)}
 _COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                    "/jax/core/compile/jaxpr_to_mlir_module_duration",
                    "/jax/core/compile/backend_compile_duration",

@@ -48,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--limiter", default=None, help="minmod, mc or vanleer")
     r.add_argument("--integrator", default=None,
                    help="ssprk2 (default), ssprk3, euler, split (split MUSCL-Hancock) or "
-                        "strang (split, sweep order alternated)")
+                        "strang (Strang-split MUSCL-Hancock)")
     r.add_argument("--cfl", type=float, default=None,
                    help="CFL number in (0, 1] (default 0.45; 0.9 with --integrator split or "
                         "strang)")

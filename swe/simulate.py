@@ -207,9 +207,10 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     * ``dt``: a fixed step (s) instead of the CFL controller.
     * ``integrator``: ``"ssprk2"`` (default), ``"ssprk3"``, ``"euler"``, ``"split"``
       (Godunov dimensional splitting with MUSCL-Hancock sweeps, each stable to a Courant
-      number of 1; see :class:`swe.stepping.SplitHancock`) or ``"strang"`` (the same with
-      the sweep order alternated every step: second-order splitting, for flows near a
-      balance such as geostrophic; :class:`swe.stepping.StrangSplitHancock`).
+      number of 1; see :class:`swe.stepping.SplitHancock`) or ``"strang"`` (Strang
+      splitting, x over half the step, y, x over the other half: second order, 1.5x the
+      cost, for flows near a balance such as geostrophic;
+      :class:`swe.stepping.StrangSplitHancock`).
     * ``dtype``: ``"float32"`` or ``"float64"``; default: the initial depth's dtype.
       float64 needs ``jax.config.update("jax_enable_x64", True)`` first.
     * ``max_steps``: bound on the number of steps (None: unbounded).

@@ -86,8 +86,8 @@ class ShallowWaterTerm(diffrax.AbstractTerm):
     def euler(self, t, y, args, dt):
         return self.model.euler_step(t, y, dt, args)
 
-    def split(self, t, y, args, dt, reverse=None):
-        return self.model.split_step(t, y, dt, args, reverse)
+    def split(self, t, y, args, dt, strang=False):
+        return self.model.split_step(t, y, dt, args, strang=strang)
 
 
 class EndpointLinearInterpolation(diffrax.AbstractLocalInterpolation):
@@ -192,39 +192,36 @@ class SplitHancock(AbstractSSPRK):
 
     stages: ClassVar[tuple] = ()
     scheme_order: ClassVar[int] = 2
-    alternate: ClassVar[bool] = False
-
-    def init(self, terms, t0, t1, y0, args):
-        # The solver state: whether the next step sweeps y before x.
-        return jnp.asarray(False) if self.alternate else None
+    strang: ClassVar[bool] = False
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        del made_jump
+        del solver_state, made_jump
         terms = _unwrap(terms)
-        y = terms.split(t0, state_of(y0), args, t1 - t0, reverse=solver_state)
+        y = terms.split(t0, state_of(y0), args, t1 - t0, strang=self.strang)
         if isinstance(y0, Tracked):
             y = Tracked(y, y0.envelopes.update(t1, y, terms.model.h_dry))
-        following = None if solver_state is None else jnp.logical_not(solver_state)
-        return y, None, dict(y0=y0, y1=y), following, RESULTS.successful
+        return y, None, dict(y0=y0, y1=y), None, RESULTS.successful
 
 
 class StrangSplitHancock(SplitHancock):
-    """:class:`SplitHancock` with the sweep order alternated every step (x then y, then
-    y then x): over each pair of steps this is Strang's second-order splitting (LeVeque
-    2002, sec. 19.5), at the same cost per step. The splitting error of Godunov's order
-    is what breaks a balance between directions; on the geostrophic eddy
-    (``validation/geostrophic.py``, one inertial period, Roe-MC) L1(h) at 64^2 / 128^2 /
-    256^2 is 0.026 / 0.0061 / 0.0014 (fitted order 2.11), against Godunov's 0.143 /
-    0.084 / 0.042 (0.88) and the default SSP-RK2 MUSCL's 0.083 / 0.022 / 0.0065 (1.84)
-    in twice the steps. The x/y asymmetry of the benchmark dam break, max |h - h^T|, is
-    0.0087 against 0.033 at N = 512; there L1(h) is 7.42e-4 against 6.76e-4.
+    """Strang splitting with MUSCL-Hancock sweeps: x over half the step, y over the
+    whole step, x over the other half (Strang 1968; LeVeque 2002, sec. 19.5; Clawpack's
+    ``dimensional_split="strang"``), so the splitting is second order too. Three sweeps
+    instead of two: 1.5x the cost of :class:`SplitHancock` per step, at the same ``cfl``.
 
-    The order is chosen at run time with ``lax.cond``; under ``jax.vmap`` (ensembles
-    with ``batching="vmap"``) the condition is batched and both orders are computed: 8
-    members at 128^2 took 0.52 s against Godunov's 0.35 s, while with ``batching="map"``
-    they took the same (0.36 and 0.35 s)."""
+    The splitting error of Godunov's order is what breaks a balance between directions:
+    on the geostrophic eddy (``validation/geostrophic.py``, one inertial period, Roe-MC)
+    L1(h) at 64^2 / 128^2 / 256^2 is 0.014 / 0.0032 / 0.00078, against Godunov's 0.143 /
+    0.084 / 0.042 and the default SSP-RK2 MUSCL's 0.083 / 0.022 / 0.0065 (in twice the
+    steps). On the benchmark dam break at N = 512, L1(h) 7.11e-4 against Godunov's
+    6.76e-4 (the x/y asymmetry, max |h - h^T|, 0.024 against 0.033).
 
-    alternate: ClassVar[bool] = True
+    Alternating the order of two sweeps every step (x-y, then y-x) was tried: the same
+    cost as Godunov's, but half as accurate on the eddy (0.026 / 0.0061 / 0.0014), and its
+    state (the next order) makes a run in pieces (``swe.iterate``, one solve per output
+    interval) differ from one piece, and costs both orders under ``jax.vmap``."""
+
+    strang: ClassVar[bool] = True
 
 
 INTEGRATORS = {"euler": ForwardEuler, "ssprk2": SSPRK2, "ssprk3": SSPRK3,

@@ -58,17 +58,21 @@ def test_run_writes_a_cf_file_equal_to_the_python_result(tmp_path):
             np.testing.assert_array_equal(ds[name].values, ref[name].values)
 
 
-def test_run_with_the_split_scheme_and_the_roe_flux(tmp_path):
+@pytest.mark.parametrize("name,params,integrator", [
+    ("dam_break", {"nx": 200}, "split"),
+    ("radial_dam_break", {"n": 40, "t_end": 10.0}, "strang")])
+def test_run_with_the_split_schemes_and_the_roe_flux(tmp_path, name, params, integrator):
     out = tmp_path / "split.nc"
-    p = swe_cmd("run", "dam_break", "--set", "nx=200", "--integrator", "split", "--riemann",
-                "roe", "--limiter", "mc", "-o", str(out))
+    sets = [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+    p = swe_cmd("run", name, *sets, "--integrator", integrator, "--riemann", "roe",
+                "--limiter", "mc", "-o", str(out))
     assert p.returncode == 0, p.stderr
     ds = xr.open_dataset(out)
-    assert ds.attrs["integrator"] == "split" and ds.attrs["cfl"] == 0.9
+    assert ds.attrs["integrator"] == integrator and ds.attrs["cfl"] == 0.9
     assert ds.attrs["riemann"] == "roe" and ds.attrs["limiter"] == "mc"
-    sc = build("dam_break", {"nx": 200})
+    sc = build(name, params)
     model = dataclasses.replace(sc.model, scheme=swe.FiniteVolume(riemann="roe", limiter="mc"))
-    r = swe.simulate(model, sc.state0, sc.t_end, sc.save_at, integrator="split")
+    r = swe.simulate(model, sc.state0, sc.t_end, sc.save_at, integrator=integrator)
     np.testing.assert_allclose(ds["h"].values, np.asarray(r.states.h), rtol=0, atol=1e-12)
 
 
