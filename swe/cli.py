@@ -280,9 +280,9 @@ def _settings(options, precision, t_end) -> dict:
     """The scheme settings recorded in the output file's global attributes."""
     from .simulate import default_cfl
 
-    return {"integrator": options.get("integrator", "ssprk2"),
-            "cfl": (options.get("cfl", default_cfl(options.get("integrator", "ssprk2")))
-                    if "dt" not in options else "none"),
+    integrator = options.get("integrator", "ssprk2")
+    return {"integrator": integrator,
+            "cfl": options.get("cfl", default_cfl(integrator)) if "dt" not in options else "none",
             "dt": options.get("dt", "none"), "dtype": precision, "t0": 0.0, "t_end": t_end}
 
 

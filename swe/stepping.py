@@ -134,6 +134,9 @@ class AbstractSSPRK(diffrax.AbstractSolver):
     interpolation_cls: ClassVar = EndpointLinearInterpolation
     stages: eqx.AbstractClassVar[tuple[tuple[float, float], ...]]
     scheme_order: eqx.AbstractClassVar[int]
+    # The CFL number when none is given (``swe.simulate.default_cfl``): 0.45 keeps the
+    # unsplit 2-D update within its stability bound of 1/2.
+    default_cfl: ClassVar[float] = 0.45
 
     def order(self, terms):
         return self.scheme_order
@@ -193,6 +196,7 @@ class SplitHancock(AbstractSSPRK):
     stages: ClassVar[tuple] = ()
     scheme_order: ClassVar[int] = 2
     strang: ClassVar[bool] = False
+    default_cfl: ClassVar[float] = 0.9  # each sweep is stable to a Courant number of 1
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         del solver_state, made_jump
