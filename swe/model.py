@@ -33,7 +33,8 @@ class FiniteVolume(eqx.Module):
     * ``limiter`` (MUSCL only): ``"vanleer"`` (the default), ``"minmod"`` or ``"mc"``.
       Van Leer's limiter is smooth and does not clip smooth extrema to first order as
       minmod does: second order in 2-D, and 1.4x to 6x more accurate than minmod on the
-      validation cases; minmod is the most dissipative and the most robust on thin films.
+      validation cases; minmod is the most dissipative. Dry and nearly dry cells are first
+      order whatever the limiter (:func:`swe.reconstruction.first_order_at_dry`).
     """
 
     riemann: str = eqx.field(static=True, default="hllc")
