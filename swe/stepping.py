@@ -243,8 +243,9 @@ class AbstractLandingController(diffrax.AbstractStepSizeController):
     is halved instead, so no step is a sliver of round-off size. (Halving whenever the
     stop was less than two steps away, the rule until 12-04, ran the last two steps at
     1/2 to 1 of the CFL number, which cost the split schemes 3.5% of their L1 error on
-    the benchmark at N = 128; a quarter-step threshold still cost it there.) No step exceeds ``dt_max``; while the domain is dry (no
-    wave speed bounds the step, yet rain may be falling) the step is ``dt_dry``.
+    the benchmark at N = 128; a quarter-step threshold still cost it there.) No step
+    exceeds ``dt_max``; while the domain is dry (no wave speed bounds the step, yet rain
+    may be falling) the step is ``dt_dry``.
 
     The controller is also the blow-up detector: it already reduces the state to a step
     size after every step, so a NaN there (NaN or inf in a wet cell) or a step below

@@ -57,7 +57,7 @@ def test_numpy_reference_and_swe_agree_on_the_benchmark_problem():
         return float(np.abs(a - b).sum() / np.abs(b).sum())
 
     # The same scheme: they may differ only in how the last steps land on t = 1 (swe
-    # halves the rest when a full step would leave under a quarter step), far below the
+    # halves the rest when a full step would leave under 1% of a step), far below the
     # scheme's error.
     coarse = numpy_reference.run(n // 2)["h"]
     fine_avg = ref["h"].reshape(n // 2, 2, n // 2, 2).mean(axis=(1, 3))

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, default_scheme, check, convergence_figure, FIGURES, fitted_order,
-                               main, pyplot, save)
+from validation.common import (CaseResult, default_scheme, check, convergence_figure, FIGURES,
+                               fitted_order, main, pyplot, save)
 
 TITLE = "Geostrophic balance on an f-plane: steady gradient-wind eddy and geo.c adjustment"
 NAME = "geostrophic"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, muscl_name, FIGURES, check, main, pyplot, save, save_maps)
+from validation.common import (CaseResult, muscl_name, FIGURES, check, main, pyplot, save,
+                               save_maps)
 
 TITLE = "Lake at rest with a dry island (well-balancing)"
 NAME = "lake_at_rest"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, muscl_name, check, convergence_figure, FIGURES, fitted_order,
-                               main, pyplot, rel_l1, save)
+from validation.common import (CaseResult, muscl_name, check, convergence_figure, FIGURES,
+                               fitted_order, main, pyplot, rel_l1, save)
 
 TITLE = "Ritter's dam break on a dry bed (wet-dry front)"
 NAME = "ritter"
@@ -266,8 +266,8 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         "(van Leer, the default, against minmod in the table; MC -8.2% at t = 5 s, dx = 1 m, "
         "measured once); first-order HLLC lags about 10%. `h_dry` and the positivity limiter "
         "play no part: with minmod, h_dry = 1e-10 and the limiter switched off gave the same "
-        "contour error (-11.1% at t = 5 s, dx = 1 m), and so did CFL 0.1 (measured once, not part of this script). No setting "
-        "was tuned to pass."
+        "contour error (-11.1% at t = 5 s, dx = 1 m), and so did CFL 0.1 (measured once, "
+        "not part of this script). No setting was tuned to pass."
     )
     tcols = [f"t={t:g}" for t in TIMES]
     columns = (["scheme", "dx (m)"] + [f"L1(h) {c}" for c in tcols]

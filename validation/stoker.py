@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, muscl_name, FIGURES, check, convergence_figure, fitted_order,
-                               main, pyplot, rel_l1, save)
+from validation.common import (CaseResult, muscl_name, FIGURES, check, convergence_figure,
+                               fitted_order, main, pyplot, rel_l1, save)
 
 TITLE = "Stoker's dam break on a wet bed (exact Riemann solution)"
 NAME = "stoker"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, default_scheme, check, convergence_figure, FIGURES, fitted_order,
-                               main, pyplot, rel_l1, save)
+from validation.common import (CaseResult, default_scheme, check, convergence_figure, FIGURES,
+                               fitted_order, main, pyplot, rel_l1, save)
 
 TITLE = "Thacker's planar surface in a paraboloid (moving shorelines)"
 NAME = "thacker_planar"

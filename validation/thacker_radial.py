@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from validation.common import (CaseResult, default_scheme, FIGURES, check, convergence_figure, fitted_order,
-                               main, pyplot, save)
+from validation.common import (CaseResult, default_scheme, FIGURES, check, convergence_figure,
+                               fitted_order, main, pyplot, save)
 
 TITLE = "Thacker's radially symmetric paraboloid (curved surface, moving shoreline)"
 NAME = "thacker_radial"
