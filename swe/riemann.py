@@ -114,12 +114,19 @@ def _entropy_fixed(lam, lam_left, lam_right):
 
 def roe(hL, uL, vL, hR, uR, vR, g):
     """Roe's flux (Roe 1981; Toro 2001, sec. 10.4) with Harten & Hyman's entropy fix, as in
-    Clawpack's ``shallow_roe_with_efix``; the HLL flux where either side is dry.
+    Clawpack's ``shallow_roe_with_efix``; the HLL flux where either side is dry or where
+    Roe's intermediate state has no depth.
 
     The least dissipative of the four: it resolves an isolated shock or shear wave exactly.
     With the split scheme on the benchmark it is what brings the error to PyClaw's (see
-    the README). A Roe solver is not positive near dry states, hence HLL there; the
-    draining-time limiter keeps depths non-negative either way.
+    the README). A Roe solver is not positive near dry states (Einfeldt, Munz, Roe &
+    Sjogreen 1991): two thin layers moving apart, or a thin film beside a deep neighbour,
+    can give a linearised intermediate depth ``hL + a1 <= 0``, and the flux then pushes
+    momentum into a film that holds almost no water. Where that happens the HLL flux is
+    used instead, as Einfeldt's HLLE does. Without it, the split Roe-MC scheme on
+    Thacker's bowl at 200^2 drove a 1.3e-6 m film to 149 m/s before t = 2.7 s (441
+    steps where 249 suffice; minmod: 2315 steps). The draining-time limiter keeps depths
+    non-negative either way.
     """
     wet = (hL > 0.0) & (hR > 0.0)
     rL, rR = safe_sqrt(hL), safe_sqrt(hR)
@@ -142,8 +149,11 @@ def roe(hL, uL, vL, hR, uR, vR, g):
     fR = physical_flux(hR, uR, vR, g)
     upwinding = (k1 + k3, k1 * (u - c) + k3 * (u + c), (k1 + k3) * v + k2)
     fluxes = tuple(0.5 * (a + b - d) for a, b, d in zip(fL, fR, upwinding))
+    # Roe's intermediate depth, between the 1- and 3-waves, must be positive. It is
+    # hL + a1 = hR - a3; their mean, summed in this order, is exactly mirror-symmetric.
+    valid = wet & ((hL + hR) + (a1 - a3) > 0.0)
     dry = hll(hL, uL, vL, hR, uR, vR, g)
-    return tuple(jnp.where(wet, f, f_dry) for f, f_dry in zip(fluxes, dry))
+    return tuple(jnp.where(valid, f, f_dry) for f, f_dry in zip(fluxes, dry))
 
 
 RIEMANN_SOLVERS = {"rusanov": rusanov, "hll": hll, "hllc": hllc, "roe": roe}

@@ -65,3 +65,19 @@ def test_fluxes_lift_over_grid_with_vmap():
             single = flux(*(a[k] for a in args), G)
             np.testing.assert_allclose(np.array([b[k] for b in batched]), np.array(single),
                                        rtol=1e-14, atol=1e-14)
+
+
+def test_roe_falls_back_to_hll_where_its_intermediate_depth_vanishes():
+    """Thin layers moving apart: Roe's linearised intermediate depth ``hL + a1`` is
+    negative (Einfeldt et al. 1991), so the flux is HLL's, which is positive. Deep
+    layers, or thin ones moving together, keep Roe's own flux."""
+    roe, hll = RIEMANN_SOLVERS["roe"], RIEMANN_SOLVERS["hll"]
+    h = jnp.float64(1e-3)  # c = 0.099 m/s; moving apart at 1 m/s empties the middle
+    apart = (h, -1.0, 0.2, h, 1.0, -0.3, G)
+    for a, b in zip(roe(*apart), hll(*apart)):
+        assert float(a) == float(b)
+    c = float(np.sqrt(G * h))
+    assert float(h) - float(h) / c < 0.0  # hL + a1 for these states
+    for states in ((jnp.float64(1.0), -1.0, 0.2, 1.0, 1.0, -0.3, G),
+                   (h, 1.0, 0.2, h, -1.0, -0.3, G)):
+        assert any(float(a) != float(b) for a, b in zip(roe(*states), hll(*states)))
