@@ -42,3 +42,14 @@ def test_validate_with_another_scheme_writes_its_own_report(tmp_path):
     assert "--integrator split --riemann roe --limiter mc" in text
     with pytest.raises(ValueError, match="integrator='rk4' is not supported"):
         validate(["lake_at_rest"], quick=True, report=report, integrator="rk4")
+
+
+def test_case_texts_name_the_forced_scheme():
+    """Under a forced scheme the cases' set-up texts name it, not swe's default."""
+    from validation.common import default_scheme
+    from validation.report import scheme_override
+
+    assert default_scheme() == "MUSCL-van Leer, HLLC, SSP-RK2, CFL 0.45"
+    with scheme_override(integrator="strang", riemann="roe", limiter="mc"):
+        assert default_scheme() == "MUSCL-MC, ROE, Strang-split MUSCL-Hancock, CFL 0.9"
+    assert default_scheme() == "MUSCL-van Leer, HLLC, SSP-RK2, CFL 0.45"

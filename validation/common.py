@@ -78,23 +78,36 @@ def _fmt(v) -> str:
 LIMITER_NAMES = {"vanleer": "van Leer", "minmod": "minmod", "mc": "MC"}
 
 
+# The scheme every run of ``swe validate --integrator/--riemann/--limiter`` is forced to
+# (set by ``validation.report.scheme_override``); empty for the cases' own schemes.
+OVERRIDE: dict = {}
+
+INTEGRATOR_NAMES = {"ssprk2": "SSP-RK2", "ssprk3": "SSP-RK3", "euler": "forward Euler",
+                    "split": "split MUSCL-Hancock", "strang": "Strang-split MUSCL-Hancock"}
+
+
 def muscl_name(limiter: str | None = None) -> str:
-    """``"MUSCL-van Leer"``: MUSCL with ``limiter``, by default swe's default limiter."""
+    """``"MUSCL-van Leer"``: MUSCL with ``limiter``, by default swe's default limiter (or
+    the one ``swe validate --limiter`` forces on every run)."""
     import swe
 
-    limiter = limiter or swe.FiniteVolume().limiter
+    limiter = limiter or OVERRIDE.get("limiter") or swe.FiniteVolume().limiter
     return f"MUSCL-{LIMITER_NAMES.get(limiter, limiter)}"
 
 
 def default_scheme() -> str:
     """swe's default scheme in words, from its own defaults: ``"MUSCL-van Leer, HLLC,
-    SSP-RK2, CFL 0.45"``."""
+    SSP-RK2, CFL 0.45"``; under ``swe validate --integrator/--riemann/--limiter``, the
+    scheme it forces instead."""
     import swe
     from swe.simulate import default_cfl
 
     fv = swe.FiniteVolume()
-    return (f"{muscl_name(fv.limiter)}, {fv.riemann.upper()}, SSP-RK2, "
-            f"CFL {default_cfl('ssprk2'):g}")
+    riemann = OVERRIDE.get("riemann") or fv.riemann
+    integrator = OVERRIDE.get("integrator") or "ssprk2"
+    return (f"{muscl_name()}, {riemann.upper()}, "
+            f"{INTEGRATOR_NAMES.get(integrator, integrator)}, "
+            f"CFL {default_cfl(integrator):g}")
 
 
 def rel_l1(q, exact) -> float:

@@ -10,6 +10,7 @@ import time
 import traceback
 from pathlib import Path
 
+from . import common
 from .common import FIGURES, HERE, CaseResult, Check
 
 # In the order of the validation issue.
@@ -41,10 +42,13 @@ def scheme_override(integrator=None, **scheme):
         return original(model, state0, *args, **kwargs)
 
     swe.simulate = simulate
+    forced = {k: v for k, v in dict(scheme, integrator=integrator).items() if v is not None}
+    common.OVERRIDE.update(forced)
     try:
         yield
     finally:
         swe.simulate = original
+        common.OVERRIDE.clear()
 
 
 def run_case(name: str, quick: bool, outdir: Path) -> CaseResult:
