@@ -17,8 +17,7 @@ from .boundaries import (Boundaries, Outflow, Periodic, Wall, ghost_cells,
                          impose_face_fluxes, pad_bed)
 from .errors import check_choice, check_field, check_finite_scalar
 from .grid import Grid
-from .reconstruction import (LIMITERS, RECONSTRUCTIONS, cell_slopes, face_values, faces_of,
-                             first_order_at_dry, hancock_predictor, hydrostatic_reconstruction)
+from .reconstruction import LIMITERS, RECONSTRUCTIONS, hydrostatic_reconstruction, muscl_cell
 from .riemann import RIEMANN_SOLVERS
 from .sources import AbstractFriction, AbstractMassSource, BetaPlane, WindStress
 from .state import State, desingularised_velocity, safe_sqrt
@@ -70,9 +69,10 @@ def _interface(hL, uL, vL, bL, hR, uR, vR, bR, g, riemann):
     return f_h, f_hu, f_hv, corr_left, corr_right
 
 
-def _over_grid(kernel, n_args):
-    """Lifts a scalar kernel over a 2-D array of interfaces with two nested ``vmap``s."""
-    axes = (0,) * n_args + (None,)
+def _over_grid(kernel, n_args, n_scalars=1):
+    """Lifts a scalar kernel over a 2-D array of interfaces (or cells) with two nested
+    ``vmap``s: ``n_args`` grid arguments, then ``n_scalars`` scalars."""
+    axes = (0,) * n_args + (None,) * n_scalars
     return jax.vmap(jax.vmap(kernel, in_axes=axes), in_axes=axes)
 
 
@@ -145,6 +145,93 @@ def _materialised(fn):
         shape = args[0].shape  # the grid's; the rest (gravity) are scalars
         fused = iter(in_one_loop(*(c for c in cts if c.shape == shape)))
         return tuple(next(fused) if c.shape == shape else c for c in cts)
+
+    run.defvjp(run_fwd, run_bwd)
+    return run
+
+
+def _first_order_interface(h0, hp, u0, up, t0, tp, b0, bp, g, *, riemann):
+    """:func:`_interface` between two cells of the stencil ``(0, p)`` (piecewise constant)."""
+    return _interface(h0, u0, t0, b0, hp, up, tp, bp, g, riemann)
+
+
+def _muscl_interface(hm, h0, hp, hq, um, u0, up, uq, tm, t0, tp, tq, bm, b0, bp, bq, g, h_dry,
+                     *courant, limiter, riemann):
+    """The MUSCL interface between cells ``0`` and ``p`` of the stencil ``(m, 0, p, q)``,
+    written for one interface: each side's face values
+    (:func:`swe.reconstruction.muscl_cell`), then :func:`_interface`, and the centred
+    bed-slope term ``g/2 (h_- + h_+)(b_+ - b_-)`` of cell ``0`` from its two face values."""
+    left = muscl_cell(hm, h0, hp, um, u0, up, tm, t0, tp, bm, b0, bp, g, h_dry, *courant,
+                      limiter=limiter)
+    right = muscl_cell(h0, hp, hq, u0, up, uq, t0, tp, tq, b0, bp, bq, g, h_dry, *courant,
+                       limiter=limiter)
+    return (*_interface(*left[:4], *right[4:], g, riemann), _centred_bed_slope(left, g))
+
+
+def _centred_bed_slope(faces, g):
+    """``g/2 (h_- + h_+)(b_+ - b_-)`` of a cell from its face values, as
+    :func:`swe.reconstruction.muscl_cell` returns them (right face, then left face)."""
+    return 0.5 * g * (faces[4] + faces[0]) * (faces[3] - faces[7])
+
+
+def _muscl_reverse(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riemann):
+    """:func:`_muscl_interface` over the grid in two kernels, for its reverse pass: each
+    cell's face values (:func:`swe.reconstruction.muscl_cell`), then the interfaces. Each
+    kernel's VJP is one loop; one kernel of both made the reverse pass 1.8x slower, as XLA
+    then writes each of the many intermediates of the linearised kernel by a loop of its
+    own (a gradient step at 128^2: 18.9 against 10.7 ms)."""
+    edges = _stencil(functools.partial(muscl_cell, limiter=limiter), axis=axis, size=n + 2,
+                     width=3, n_scalars=2 + len(courant))(h, un, ut, bed, g, h_dry, *courant)
+    left = [jax.lax.slice_in_dim(x, 0, n + 1, axis=axis) for x in edges]
+    right = [jax.lax.slice_in_dim(x, 1, n + 2, axis=axis) for x in edges[4:]]
+    flux = _materialised(_over_grid(functools.partial(_interface, riemann=riemann), 8))(
+        *left[:4], *right, g)
+    return (*flux, _centred_bed_slope(left, g))
+
+
+def _stencil(kernel, *, axis: int, size: int, width: int, n_scalars: int, reverse=None):
+    """A kernel of ``width`` consecutive cells along ``axis``, written for one point
+    (scalars in: ``width`` values of each of 4 fields, then ``n_scalars`` scalars), lifted
+    over the ``size`` points whose stencils start at padded cells ``0 .. size - 1``:
+    ``run(*padded_fields, *scalars)``.
+
+    Every output is computed in one loop over the grid (:func:`in_one_loop`). The VJP saves
+    only the padded fields (already in memory), and the reverse pass recomputes the kernel
+    and its VJP for all ``4 * width`` stencil cotangents in one loop, then adds them into
+    the fields' cotangents by shifting. Plain autodiff instead stored the kernel's inputs
+    (the face values, each written by its own loop that recomputed the limiters) and its
+    intermediates, and transposed them one loop each (XLA:CPU makes no multi-output
+    fusions). Forward-mode autodiff is not needed: diffrax's checkpointed adjoint is
+    reverse-mode only.
+    """
+    lifted = _over_grid(kernel, 4 * width, n_scalars)
+
+    def points(fields):
+        return [jax.lax.slice_in_dim(f, k, k + size, axis=axis) for f in fields
+                for k in range(width)]
+
+    def apply(*args):
+        return in_one_loop(*lifted(*points(args[:4]), *args[4:]))
+
+    run = jax.custom_vjp(apply)
+
+    def run_fwd(*args):
+        return apply(*args), args
+
+    def run_bwd(args, ct):
+        if reverse is not None:
+            return jax.vjp(reverse, *args)[1](tuple(ct))
+        cts = jax.vjp(lifted, *points(args[:4]), *args[4:])[1](tuple(ct))
+        fused = in_one_loop(*cts[:4 * width])
+        fields = []
+        for f in range(4):
+            total = 0.0
+            for k in range(width):
+                pad = [(0, 0), (0, 0)]
+                pad[axis] = (k, width - 1 - k)
+                total = total + jnp.pad(fused[width * f + k], pad)
+            fields.append(total)
+        return (*fields, *cts[4 * width:])
 
     run.defvjp(run_fwd, run_bwd)
     return run
@@ -292,39 +379,25 @@ class ShallowWater(eqx.Module):
         ut = pad(ghost_velocity(lo, 2), ut, ghost_velocity(hi, 2))
         limiter = self.scheme.limiter_fn
         h, un, ut = written_once(h, un, ut)
-        faces = functools.partial(face_values, axis=axis, n=n, limiter=limiter)
+        riemann = self.scheme.riemann_fn
+        # One fused loop computes every output of the interface kernel (in_one_loop):
+        # re-fusing (and so recomputing) the whole Riemann kernel into each consumer made a
+        # stage 5x slower, and one loop per output (stacked into a buffer) 1.4x (first
+        # order) to 1.65x (MUSCL) slower (Euler stage, N = 512, constant bed).
         if limiter is None:
-            hL, hR = faces(h)
-            unL, unR = faces(un)
-            utL, utR = faces(ut)
-            bL, bR = faces(bed_padded)
+            kernel = functools.partial(_first_order_interface, riemann=riemann)
+            f_h, f_n, f_t, corr_l, corr_r = _stencil(
+                kernel, axis=axis, size=n + 1, width=2, n_scalars=1)(h, un, ut, bed_padded,
+                                                                     self.g)
         else:
-            slopes = functools.partial(cell_slopes, axis=axis, n=n, limiter=limiter)
-            (ch, dh), (cun, dun), (cut, dut) = slopes(h), slopes(un), slopes(ut)
-            ceta, deta = slopes(h + bed_padded)
-            dh, dun, dut, deta = first_order_at_dry(h, bed_padded, (dh, dun, dut, deta),
-                                                    axis=axis, n=n, h_dry=self.h_dry)
-            h_now = ch
-            if dt is not None:
-                ch, cun, cut, dh, dun, dut, deta = hancock_predictor(
-                    ch, cun, cut, dh, dun, dut, deta, courant=dt / spacing, g=self.g,
-                    h_dry=self.h_dry)
-            # MUSCL on the surface: the bed at a face follows from eta - h (Audusse et al.
-            # 2004, sec. 3), so a flat surface stays flat at every face. The bed does not
-            # move with the predictor: it comes from the depth before it.
-            etaL, etaR = faces_of(ceta, deta, axis=axis, n=n)
-            nowL, nowR = faces_of(h_now, dh, axis=axis, n=n)
-            bL, bR = etaL - nowL, etaR - nowR
-            hL, hR = (nowL, nowR) if dt is None else faces_of(ch, dh, axis=axis, n=n)
-            unL, unR = faces_of(cun, dun, axis=axis, n=n)
-            utL, utR = faces_of(cut, dut, axis=axis, n=n)
-        kernel = functools.partial(_interface, riemann=self.scheme.riemann_fn)
-        # One fused loop computes all five outputs (in_one_loop); re-fusing (and so
-        # recomputing) the whole Riemann kernel into each consumer made a stage 5x slower,
-        # and one loop per output (stacked into a buffer) 1.4x (first order) to 1.65x
-        # (MUSCL) slower (Euler stage, N = 512, constant bed).
-        riemann = _materialised(_over_grid(kernel, 8))
-        f_h, f_n, f_t, corr_l, corr_r = riemann(hL, unL, utL, bL, hR, unR, utR, bR, self.g)
+            scalars = (self.g, self.h_dry) + (() if dt is None else (dt / spacing,))
+            kernel = functools.partial(_muscl_interface, limiter=limiter, riemann=riemann)
+            reverse = functools.partial(_muscl_reverse, axis=axis, n=n, limiter=limiter,
+                                        riemann=riemann)
+            f_h, f_n, f_t, corr_l, corr_r, bed_slope = _stencil(
+                kernel, axis=axis, size=n + 1, width=4, n_scalars=len(scalars),
+                reverse=reverse)(
+                    h, un, ut, bed_padded, *scalars)
         impose = (impose_face_fluxes if self.decomposition is None
                   else self.decomposition.impose_face_fluxes)
         f_h = impose(f_h, self.boundaries, axis=axis, t=t)
@@ -335,9 +408,7 @@ class ShallowWater(eqx.Module):
         # Left face of cell k is interface k (its right side); right face is interface k+1.
         source = cells(corr_r, 0) - cells(corr_l, 1)
         if limiter is not None:
-            h_minus, h_plus = cells(hR, 0), cells(hL, 1)
-            b_minus, b_plus = cells(bR, 0), cells(bL, 1)
-            source = source - 0.5 * self.g * (h_minus + h_plus) * (b_plus - b_minus)
+            source = source - cells(bed_slope, 1)
         return Fluxes(f_h / spacing, f_n / spacing, f_t / spacing, source / spacing)
 
     def all_fluxes(self, t, state: State, beds, dt=None) -> dict[int, Fluxes]:

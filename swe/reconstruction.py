@@ -1,15 +1,11 @@
-"""Face reconstruction: slope limiters, first-order and MUSCL face states, and the
-hydrostatic reconstruction that makes the scheme well balanced.
-
-Arrays passed here are padded with ``ng`` ghost cells along the reconstruction axis (the
-boundary fill in :mod:`swe.boundaries` put them there), so there are no edge cases: for
-``n`` interior cells, every function returns values at the ``n + 1`` interfaces.
+"""Face reconstruction, written for one cell: slope limiters, the MUSCL face values of a
+cell from its neighbours, the MUSCL-Hancock predictor, and the hydrostatic reconstruction
+that makes the scheme well balanced. ``swe.model`` lifts them over the grid.
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
-from jax import lax
 
 
 def minmod(a, b):
@@ -35,41 +31,18 @@ LIMITERS = {"minmod": minmod, "mc": mc, "vanleer": van_leer}
 RECONSTRUCTIONS = {"first_order": 1, "muscl": 2}  # value: ghost cells needed
 
 
-def _slice(q, start, stop, axis):
-    return lax.slice_in_dim(q, start, stop, axis=axis)
-
-
-def face_values(q, *, axis: int, n: int, limiter=None):
-    """Left and right states at the ``n + 1`` interfaces along ``axis``.
-
-    ``q`` carries ``ng`` ghost cells on each side of its ``n`` interior cells along
-    ``axis``: ``ng = 1`` with ``limiter=None`` (piecewise constant), ``ng = 2`` for MUSCL
-    with the given limiter (piecewise linear; TVD, so every face value lies between the
-    neighbouring cell values and a non-negative depth stays non-negative).
-    """
-    if limiter is None:
-        return _slice(q, 0, n + 1, axis), _slice(q, 1, n + 2, axis)
-    centre, half_slope = cell_slopes(q, axis=axis, n=n, limiter=limiter)
-    return faces_of(centre, half_slope, axis=axis, n=n)
-
-
-def cell_slopes(q, *, axis: int, n: int, limiter):
-    """Cell values and limited half slopes of the ``n + 2`` cells whose faces touch the
-    ``n + 1`` interfaces (``q`` with 2 ghost cells each side), for :func:`faces_of`."""
-    centre = _slice(q, 1, n + 3, axis)
-    back = centre - _slice(q, 0, n + 2, axis)
-    fwd = _slice(q, 2, n + 4, axis) - centre
-    return centre, 0.5 * limiter(back, fwd)
+def half_slope(qm, q0, qp, limiter):
+    """Limited half slope of a cell with value ``q0`` between ``qm`` and ``qp``."""
+    return 0.5 * limiter(q0 - qm, qp - q0)
 
 
 THIN_FILM = 0.01  # first order where h <= THIN_FILM x the bed's step across a face
 
 
-def first_order_at_dry(h, bed, half_slopes, *, axis: int, n: int, h_dry):
-    """Zero the ``half_slopes`` (from :func:`cell_slopes`) of dry and nearly dry cells:
-    MUSCL falls back to first order in a cell whose depth is at most ``h_dry`` or
-    ``THIN_FILM`` (1%) of the bed's step across either of its faces. ``h``, ``bed``: with
-    2 ghost cells each side along ``axis``.
+def first_order_at_dry(h0, bm, b0, bp, half_slopes, h_dry):
+    """Zero the ``half_slopes`` of a dry or nearly dry cell (depth ``h0``, bed ``b0``
+    between ``bm`` and ``bp``): MUSCL falls back to first order in a cell whose depth is at
+    most ``h_dry`` or ``THIN_FILM`` (1%) of the bed's step across either of its faces.
 
     MUSCL on the surface gives a face bed ``eta - h`` from two separately limited slopes.
     In a dry cell on curved ground (its surface is its bed) that face bed can rise above a
@@ -86,18 +59,9 @@ def first_order_at_dry(h, bed, half_slopes, *, axis: int, n: int, h_dry):
     against 0.0074 after 5 periods). A flat surface stays flat, so the scheme stays well
     balanced; the test is per face and so mirror-symmetric across a wall.
     """
-    step = jnp.abs(_slice(bed, 1, n + 4, axis) - _slice(bed, 0, n + 3, axis))
-    step = jnp.maximum(_slice(step, 0, n + 2, axis), _slice(step, 1, n + 3, axis))
-    thin = _slice(h, 1, n + 3, axis) <= jnp.maximum(h_dry, THIN_FILM * step)
+    step = jnp.maximum(jnp.abs(b0 - bm), jnp.abs(bp - b0))
+    thin = h0 <= jnp.maximum(h_dry, THIN_FILM * step)
     return tuple(jnp.where(thin, 0.0, d) for d in half_slopes)
-
-
-def faces_of(centre, half_slope, *, axis: int, n: int):
-    """Left and right states at the ``n + 1`` interfaces from :func:`cell_slopes`' cells:
-    the right edge of cell ``k`` against the left edge of cell ``k + 1``."""
-    left = _slice(centre, 0, n + 1, axis) + _slice(half_slope, 0, n + 1, axis)
-    right = _slice(centre, 1, n + 2, axis) - _slice(half_slope, 1, n + 2, axis)
-    return left, right
 
 
 def hancock_predictor(h, un, ut, dh, dun, dut, deta, *, courant, g, h_dry):
@@ -126,6 +90,33 @@ def hancock_predictor(h, un, ut, dh, dun, dut, deta, *, courant, g, h_dry):
     zero = jnp.zeros_like(dh)
     return (pick(hp, h), pick(unp, un), pick(utp, ut),
             pick(dh, zero), pick(dun, zero), pick(dut, zero), pick(deta, zero))
+
+
+def muscl_cell(hm, h0, hp, um, u0, up, tm, t0, tp, bm, b0, bp, g, h_dry, courant=None, *,
+               limiter):
+    """The MUSCL face values of one cell from its neighbours along one direction, written
+    for one cell (scalars in): depth ``h``, normal and tangential velocity ``u, t`` and bed
+    ``b`` of the cells before (``m``), at (``0``) and after (``p``) it, gravity, ``h_dry``
+    and, for a sweep of a split step, ``courant = dt / dx`` (the MUSCL-Hancock predictor).
+
+    Returns the values at its right face ``(h, u, t, b)`` and then at its left face: the
+    limited half slopes of ``h, u, t`` and of the surface ``eta = h + b``
+    (:func:`first_order_at_dry` zeroes them in dry and nearly dry cells), then the
+    predictor if any. MUSCL on the surface: the face bed is ``eta - h`` (Audusse et al.
+    2004, sec. 3), so a flat surface stays flat at every face; the bed does not move with
+    the predictor (it comes from the depth before it).
+    """
+    e0 = h0 + b0
+    slopes = (half_slope(hm, h0, hp, limiter), half_slope(um, u0, up, limiter),
+              half_slope(tm, t0, tp, limiter), half_slope(hm + bm, e0, hp + bp, limiter))
+    dh, dun, dut, deta = first_order_at_dry(h0, bm, b0, bp, slopes, h_dry)
+    ch, cun, cut = h0, u0, t0
+    if courant is not None:
+        ch, cun, cut, dh, dun, dut, deta = hancock_predictor(
+            h0, u0, t0, dh, dun, dut, deta, courant=courant, g=g, h_dry=h_dry)
+    b_right = (e0 + deta) - (h0 + dh)
+    b_left = (e0 - deta) - (h0 - dh)
+    return (ch + dh, cun + dun, cut + dut, b_right, ch - dh, cun - dun, cut - dut, b_left)
 
 
 def hydrostatic_reconstruction(hL, bL, hR, bR):
