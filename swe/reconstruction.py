@@ -10,14 +10,14 @@ import jax.numpy as jnp
 
 def minmod(a, b):
     """Most compressive-safe TVD limiter: the smaller slope when signs agree, else 0."""
-    return 0.5 * (jnp.sign(a) + jnp.sign(b)) * jnp.minimum(jnp.abs(a), jnp.abs(b))
+    return jnp.where(a * b > 0.0, jnp.where(jnp.abs(a) <= jnp.abs(b), a, b), 0.0)
 
 
 def mc(a, b):
     """Monotonised central limiter (van Leer 1977): ``minmod(2a, 2b, (a + b)/2)``."""
     c = 0.5 * (a + b)
-    m = jnp.minimum(jnp.minimum(2.0 * jnp.abs(a), 2.0 * jnp.abs(b)), jnp.abs(c))
-    return jnp.where(a * b > 0.0, jnp.sign(c) * m, 0.0)
+    two = 2.0 * jnp.where(jnp.abs(a) <= jnp.abs(b), a, b)  # same sign as c where a*b > 0
+    return jnp.where(a * b > 0.0, jnp.where(jnp.abs(c) <= jnp.abs(two), c, two), 0.0)
 
 
 def van_leer(a, b):
