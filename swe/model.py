@@ -167,14 +167,12 @@ def _muscl_interfaces(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riem
     stencil), then :func:`_interface` of the ``n + 1`` interfaces; and the centred bed-slope
     term ``g/2 (h_- + h_+)(b_+ - b_-)`` of the cells from their own face values.
 
-    Each kernel computes all its outputs in one loop, and its VJP is one loop too. One
-    kernel of both, written for one interface over a 4-cell stencil, computes every cell's
-    face values twice. With its VJP in these two kernels it was measured on 12-05: against
-    these two kernels, forward at N = 256, float64, the fused kernel took 1.06x the time
-    with van Leer, 2.3x with MC and 2.9x for the split MUSCL-Hancock Roe scheme (its
-    predictor twice per cell). Its own VJP (no split) was 1.8x slower, as XLA then writes
-    each intermediate of the linearised kernel by a loop of its own (a gradient step at
-    128^2: 18.9 against 10.7 ms).
+    Each kernel computes all its outputs in one loop, and so does its VJP. One kernel of
+    both, written for one interface over a 4-cell stencil, computes every cell's face
+    values twice: forward at N = 512, float64, it took the same time with van Leer but
+    2.9x with MC and with the split MUSCL-Hancock Roe scheme (12-05). Its own VJP was 1.8x
+    slower, as XLA writes each intermediate of the linearised kernel by a loop of its own
+    (a gradient step at 128^2: 18.9 against 10.7 ms).
     """
     edges = _stencil(functools.partial(muscl_cell, limiter=limiter), axis=axis, size=n + 2,
                      width=3, n_scalars=2 + len(courant))(h, un, ut, bed, g, h_dry, *courant)

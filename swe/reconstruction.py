@@ -15,9 +15,7 @@ def minmod(a, b):
 
 def mc(a, b):
     """Monotonised central limiter (van Leer 1977): ``minmod(2a, 2b, (a + b)/2)``."""
-    c = 0.5 * (a + b)
-    two = 2.0 * jnp.where(jnp.abs(a) <= jnp.abs(b), a, b)  # same sign as c where a*b > 0
-    return jnp.where(a * b > 0.0, jnp.where(jnp.abs(c) <= jnp.abs(two), c, two), 0.0)
+    return minmod(0.5 * (a + b), 2.0 * minmod(a, b))
 
 
 def van_leer(a, b):

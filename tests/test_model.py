@@ -360,9 +360,8 @@ def test_split_roe_keeps_thin_films_slow_in_a_sloshing_bowl(limiter):
 
 @pytest.mark.parametrize("name", ["minmod", "mc", "vanleer"])
 def test_limiters_equal_their_textbook_forms(name):
-    """The limiters (written with selects, no ``sign``, which kept XLA:CPU from running the
-    fused reconstruction loop fast) equal their textbook forms on random slopes, zeros and
-    ties included, and are symmetric, odd and TVD-bounded."""
+    """The limiters (written with selects instead of ``sign``) equal their textbook forms
+    on random slopes, zeros and ties included, and are symmetric, odd and TVD-bounded."""
     from swe.reconstruction import LIMITERS
 
     rng = np.random.default_rng(3)
