@@ -57,7 +57,9 @@ class Manning(AbstractFriction):
         self.n = _coefficient("n", n)
 
     def decay_rate(self, h, speed, g, h_dry):
-        return g * self.n**2 * speed / jnp.maximum(h, h_dry) ** (4.0 / 3.0)
+        # h^(-4/3) as exp(-4/3 log h): float64 pow is a scalar libm call on XLA:CPU, and its
+        # derivative another. Gradient of the 300-step benchmark at 128^2: 0.85x the time.
+        return g * self.n**2 * speed * jnp.exp((-4.0 / 3.0) * jnp.log(jnp.maximum(h, h_dry)))
 
     def with_shape(self, shape):
         return Manning(_coefficient("n", self.n, shape))
