@@ -196,7 +196,7 @@ def _stencil(kernel, *, axis: int, size: int, width: int, n_scalars: int):
     only the padded fields (already in memory), and the reverse pass computes each field's
     cotangent per cell in one loop, recomputing the kernel and its VJP at the ``width``
     stencils that hold the cell. (Computing the ``4 * width`` stencil cotangents in one
-    loop and adding them by shifting took 1.18x the benchmark gradient's time, 12-06.)
+    loop and adding them by shifting took 1.1x the benchmark gradient's time, 12-06.)
     Plain autodiff instead stored the kernel's inputs
     (the face values, each written by its own loop that recomputed the limiters) and its
     intermediates, and transposed them one loop each (XLA:CPU makes no multi-output
