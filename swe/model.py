@@ -205,9 +205,10 @@ def _stencil(kernel, *, axis: int, size: int, width: int, n_scalars: int):
     """
     lifted = _over_grid(kernel, 4 * width, n_scalars)
 
-    def points(fields):
-        return [jax.lax.slice_in_dim(f, k, k + size, axis=axis) for f in fields
-                for k in range(width)]
+    def points(fields, start=0, length=size):
+        """Each field's ``width`` slot values at the ``length`` stencils from ``start``."""
+        return [jax.lax.slice_in_dim(f, start + k, start + k + length, axis=axis)
+                for f in fields for k in range(width)]
 
     def apply(*args):
         return in_one_loop(*lifted(*points(args[:4]), *args[4:]))
@@ -231,14 +232,14 @@ def _stencil(kernel, *, axis: int, size: int, width: int, n_scalars: int):
         totals = [0.0] * 4
         for k in range(width):
             start = width - 1 - k
-            xs = [jax.lax.slice_in_dim(f, start + j, start + j + length, axis=axis)
-                  for f in ext for j in range(width)]
             cs = tuple(jax.lax.slice_in_dim(c, start, start + length, axis=axis)
                        for c in ct_ext)
-            cts = jax.vjp(lambda *x: lifted(*x, *scalars), *xs)[1](cs)
+            cts = jax.vjp(lifted, *points(ext, start, length), *scalars)[1](cs)
             totals = [t + cts[width * f + k] for f, t in enumerate(totals)]
-        # The scalars' cotangents sum over the stencils that exist.
-        scalar_cts = jax.vjp(lambda *s: lifted(*points(fields), *s), *scalars)[1](tuple(ct))
+            if k == 0:
+                # Every stencil that exists is among these (the rest have zero
+                # cotangents), so these are the scalars' whole cotangents.
+                scalar_cts = cts[4 * width:]
         return (*in_one_loop(*totals), *scalar_cts)
 
     run.defvjp(run_fwd, run_bwd)
