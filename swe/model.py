@@ -546,10 +546,16 @@ class ShallowWater(eqx.Module):
     @staticmethod
     def _update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry):
         """The forward Euler update of one cell by its tendencies, then the friction and the
-        dry-cell rule of :meth:`_finish`; pointwise."""
+        dry-cell rule of :meth:`_damped`; pointwise."""
         # Round-off (or evaporation) may leave -1e-17 where a cell drained exactly.
         h_new = jnp.maximum(h + dt * dh, 0.0)
-        hu_new, hv_new = hu + dt * dhu, hv + dt * dhv
+        return ShallowWater._damped(h, hu, hv, h_new, hu + dt * dhu, hv + dt * dhv, dt,
+                                    friction, g, h_dry)
+
+    @staticmethod
+    def _damped(h, hu, hv, h_new, hu_new, hv_new, dt, friction, g, h_dry):
+        """The end of an update of one cell from ``(h, hu, hv)``: semi-implicit friction over
+        ``dt`` (the old velocities, the new depth), then the momentum of a dry cell zeroed."""
         if friction is not None:
             u = desingularised_velocity(h, hu, h_dry)
             v = desingularised_velocity(h, hv, h_dry)
@@ -558,15 +564,6 @@ class ShallowWater(eqx.Module):
             hu_new, hv_new = hu_new * damping, hv_new * damping
         dry = h_new <= 0.0
         return h_new, jnp.where(dry, 0.0, hu_new), jnp.where(dry, 0.0, hv_new)
-
-    def _finish(self, state: State, h, hu, hv, dt, friction=True) -> State:
-        """The end of an update from ``state``: semi-implicit friction over ``dt`` (the
-        velocities of ``state``, the new depth), then the momentum of dry cells zeroed."""
-        if friction and self.friction is not None:
-            damping = 1.0 / (1.0 + dt * self._friction_rate(h, state))
-            hu, hv = hu * damping, hv * damping
-        dry = h <= 0.0
-        return State(h=h, hu=jnp.where(dry, 0.0, hu), hv=jnp.where(dry, 0.0, hv))
 
     def split_step(self, t, state: State, dt, beds, strang: bool = False) -> State:
         """One step of dimensional splitting: a sweep along x over the whole step, then one
@@ -607,15 +604,25 @@ class ShallowWater(eqx.Module):
         if (self.coriolis is None and self.friction is None and self.wind is None
                 and not self.sources):
             return state
-        sh, shu, shv = self.forcing(t, state, coriolis=False)
-        h = state.h if sh is None else jnp.maximum(state.h + dt * sh, 0.0)
-        hu = state.hu if shu is None else state.hu + dt * shu
-        hv = state.hv if shv is None else state.hv + dt * shv
-        if self.coriolis is not None:
-            angle = dt * self.coriolis.parameter(self.grid).astype(state.h.dtype)
-            c, s = jnp.cos(angle), jnp.sin(angle)
-            hu, hv = c * hu + s * hv, c * hv - s * hu
-        return self._finish(state, h, hu, hv, dt)
+        forcing = self.forcing(t, state, coriolis=False)
+        f = (None if self.coriolis is None
+             else self.coriolis.parameter(self.grid).astype(state.h.dtype))
+        # One pointwise kernel, as the Euler update (_materialised).
+        h, hu, hv = _materialised(self._sources)(state.h, state.hu, state.hv, forcing, f, dt,
+                                                 self.friction, self.g, self.h_dry)
+        return State(h=h, hu=hu, hv=hv)
+
+    @staticmethod
+    def _sources(h, hu, hv, forcing, f, dt, friction, g, h_dry):
+        """:meth:`source_step` of one cell; pointwise (``f``: the Coriolis parameter)."""
+        sh, shu, shv = forcing
+        h_new = h if sh is None else jnp.maximum(h + dt * sh, 0.0)
+        hu_new = hu if shu is None else hu + dt * shu
+        hv_new = hv if shv is None else hv + dt * shv
+        if f is not None:
+            c, s = jnp.cos(dt * f), jnp.sin(dt * f)
+            hu_new, hv_new = c * hu_new + s * hv_new, c * hv_new - s * hu_new
+        return ShallowWater._damped(h, hu, hv, h_new, hu_new, hv_new, dt, friction, g, h_dry)
 
     def _wave_speed(self, h, qn, qt):
         un = desingularised_velocity(h, qn, self.h_dry)
