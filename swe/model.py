@@ -536,8 +536,8 @@ class ShallowWater(eqx.Module):
         # fuses the divergence of the limited fluxes into that one loop (the draining
         # factors keep a loop of their own). Before, the depth and each momentum had a
         # loop of their own, each recomputing the scaled fluxes (and the friction factor,
-        # if any), and autodiff wrote each intermediate
-        # cotangent in a loop of its own. In-process A/Bs (12-06): the benchmark problem
+        # if any), and autodiff wrote each intermediate cotangent in a loop of its own.
+        # In-process A/Bs (12-06): the benchmark problem
         # (no friction) at N = 512 in 2.83 s against 3.73 s (first order: 1.98 against
         # 2.71 s), at N = 1024 in 24.5 s against 33.6 s; the 300-step gradient benchmark
         # at 128^2 (Manning) forward 0.211 s against 0.275 s, gradient 1.49 s against
