@@ -474,14 +474,18 @@ class ShallowWater(eqx.Module):
         dhu = dhu if shu is None else dhu + shu
         dhv = dhv if shv is None else dhv + shv
         if self.friction is not None:
-            k = self._friction_rate(state.h, state)
+            k = self._decay_rate(self.friction, state.h, state.h, state.hu, state.hv, self.g,
+                                 self.h_dry)
             dhu, dhv = dhu - k * state.hu, dhv - k * state.hv
         return State(h=dh, hu=dhu, hv=dhv)
 
-    def _friction_rate(self, h, state: State):
-        u = desingularised_velocity(state.h, state.hu, self.h_dry)
-        v = desingularised_velocity(state.h, state.hv, self.h_dry)
-        return self.friction.decay_rate(h, safe_sqrt(u * u + v * v), self.g, self.h_dry)
+    @staticmethod
+    def _decay_rate(friction, depth, h, hu, hv, g, h_dry):
+        """The friction law's rate ``k`` at ``depth`` with the speed of ``(h, hu, hv)``
+        (desingularised); pointwise."""
+        u = desingularised_velocity(h, hu, h_dry)
+        v = desingularised_velocity(h, hv, h_dry)
+        return friction.decay_rate(depth, safe_sqrt(u * u + v * v), g, h_dry)
 
     def _positivity_scale(self, fluxes: dict[int, Fluxes], h, dt):
         """Per-interface factors in (0, 1] so that no cell loses more water than it holds.
@@ -561,9 +565,7 @@ class ShallowWater(eqx.Module):
         """The end of an update of one cell from ``(h, hu, hv)``: semi-implicit friction over
         ``dt`` (the old velocities, the new depth), then the momentum of a dry cell zeroed."""
         if friction is not None:
-            u = desingularised_velocity(h, hu, h_dry)
-            v = desingularised_velocity(h, hv, h_dry)
-            k = friction.decay_rate(h_new, safe_sqrt(u * u + v * v), g, h_dry)
+            k = ShallowWater._decay_rate(friction, h_new, h, hu, hv, g, h_dry)
             damping = 1.0 / (1.0 + dt * k)
             hu_new, hv_new = hu_new * damping, hv_new * damping
         dry = h_new <= 0.0

@@ -287,12 +287,31 @@ def test_recomputed_riemann_vjp_equals_autodiff(riemann):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
+def _assert_one_loop_kernel_is_autodiff(kernel, args, rng):
+    """``_materialised(kernel)`` (pytree arguments) against plain autodiff of ``kernel``:
+    values to 1e-15, every cotangent leaf, of the same structure and shapes, to 1e-13.
+    Returns the values."""
+    from swe.model import _materialised
+
+    out, pullback = jax.vjp(_materialised(kernel), *args)
+    ref_out, ref_pullback = jax.vjp(kernel, *args)
+    for got, want in zip(out, ref_out):
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+    ct = tuple(jnp.asarray(rng.normal(size=o.shape)) for o in out)
+    got, want = pullback(ct), ref_pullback(ct)
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    return out
+
+
 @pytest.mark.parametrize("friction", ["none", "manning", "manning-field", "chezy"])
 def test_pointwise_update_vjp_equals_autodiff(friction):
     """The Euler update as one pointwise kernel (outputs and input cotangents each in one
     loop) gives autodiff's values and cotangents, the friction law's coefficient (a scalar
     or a field) included, with cells that dry out and cells already dry."""
-    from swe.model import ShallowWater, _materialised
+    from swe.model import ShallowWater
 
     rng = np.random.default_rng(3)
     shape = (6, 7)
@@ -306,24 +325,15 @@ def test_pointwise_update_vjp_equals_autodiff(friction):
             rng.normal(size=shape), jnp.asarray(0.1), law, jnp.asarray(9.81),
             jnp.asarray(1e-3))
     args = jax.tree.map(jnp.asarray, args)
-    ct = tuple(jnp.asarray(rng.normal(size=shape)) for _ in range(3))
-    out, pullback = jax.vjp(_materialised(ShallowWater._update), *args)
-    ref_out, ref_pullback = jax.vjp(ShallowWater._update, *args)
+    out = _assert_one_loop_kernel_is_autodiff(ShallowWater._update, args, rng)
     assert float(jnp.min(out[0])) == 0.0
-    for got, want in zip(out, ref_out):
-        np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
-    got, want = pullback(ct), ref_pullback(ct)
-    assert jax.tree.structure(got) == jax.tree.structure(want)
-    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-        assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
 
 
 def test_pointwise_source_step_vjp_equals_autodiff():
     """The split schemes' source step as one pointwise kernel gives autodiff's values and
     cotangents: a mass source field, a scalar wind term, a Coriolis parameter per row
     ``(ny, 1)`` and a Manning field, with a cell that a negative source dries out."""
-    from swe.model import ShallowWater, _materialised
+    from swe.model import ShallowWater
 
     rng = np.random.default_rng(4)
     shape = (6, 7)
@@ -334,17 +344,8 @@ def test_pointwise_source_step_vjp_equals_autodiff():
             rng.normal(1e-4, 1e-5, (shape[0], 1)), 0.1,
             swe.Manning(rng.uniform(0.01, 0.05, shape)), 9.81, 1e-3)
     args = jax.tree.map(jnp.asarray, args)
-    ct = tuple(jnp.asarray(rng.normal(size=shape)) for _ in range(3))
-    out, pullback = jax.vjp(_materialised(ShallowWater._sources), *args)
-    ref_out, ref_pullback = jax.vjp(ShallowWater._sources, *args)
+    out = _assert_one_loop_kernel_is_autodiff(ShallowWater._sources, args, rng)
     assert float(out[0][2, 3]) == 0.0 and float(out[1][2, 3]) == 0.0
-    for got, want in zip(out, ref_out):
-        np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
-    got, want = pullback(ct), ref_pullback(ct)
-    assert jax.tree.structure(got) == jax.tree.structure(want)
-    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-        assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
 
 
 def test_in_one_loop_is_the_identity_with_its_derivatives():
