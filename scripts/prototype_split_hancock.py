@@ -51,7 +51,7 @@ jax.config.update("jax_enable_x64", True)
 
 from swe import bench  # noqa: E402
 from swe.model import in_one_loop, written_once  # noqa: E402
-from swe.reconstruction import LIMITERS  # noqa: E402
+from swe.reconstruction import SLOPE_LIMITERS  # noqa: E402
 from swe.riemann import RIEMANN_SOLVERS  # noqa: E402
 
 
@@ -62,7 +62,7 @@ def _walls(q, sign):
 
 def make_sweep(g, dx, limiter, riemann):
     """One 1-D MUSCL-Hancock update along axis 1 of ``(h, q_normal, q_tangential)``."""
-    lim = LIMITERS[limiter]
+    lim = SLOPE_LIMITERS[limiter]
     kernel = RIEMANN_SOLVERS[riemann]
     faces = jax.vmap(jax.vmap(kernel, in_axes=(0,) * 6 + (None,)), in_axes=(0,) * 6 + (None,))
 
@@ -143,7 +143,7 @@ def run(n=512, limiter="mc", cfl=0.9, order="godunov", riemann="hllc", repeat=3)
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=512)
-    p.add_argument("--limiter", default="mc", choices=sorted(LIMITERS))
+    p.add_argument("--limiter", default="mc", choices=sorted(SLOPE_LIMITERS))
     p.add_argument("--cfl", type=float, default=0.9)
     p.add_argument("--order", default="godunov", choices=("godunov", "alternate"))
     p.add_argument("--riemann", default="hllc", choices=sorted(RIEMANN_SOLVERS))

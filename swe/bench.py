@@ -198,7 +198,7 @@ def add_scheme_arguments(p) -> None:
     p.add_argument("--riemann", default=default.riemann, help="rusanov, hll, hllc or roe")
     p.add_argument("--reconstruction", default=default.reconstruction,
                    help="first_order or muscl")
-    p.add_argument("--limiter", default=default.limiter, help="vanleer, minmod or mc")
+    p.add_argument("--limiter", default=default.limiter, help="vanleer, koren, minmod or mc")
 
 
 def add_arguments(p) -> None:

@@ -25,21 +25,46 @@ def van_leer(a, b):
     return jnp.where(ab > 0.0, 2.0 * ab / den, 0.0)
 
 
-LIMITERS = {"minmod": minmod, "mc": mc, "vanleer": van_leer}
+def koren(a, b):
+    """Koren's limiter (1993) of van Leer's third-order upwind-biased faces (``kappa = 1/3``),
+    from a cell's backward and forward differences ``a, b``.
+
+    Returns the deviations of its right and of its left face value from the cell value,
+    ``right = min(2|a|, 2|b|, (|a| + 2|b|)/3) / 2`` and ``left = min(2|a|, 2|b|,
+    (2|a| + |b|)/3) / 2``, with the sign of ``a`` and ``b`` where they agree, else 0.
+    Unlimited, the faces are those of the parabola through the three cell averages, so the
+    faces are third-order accurate where the data are smooth and monotone; the bound
+    ``2 min(|a|, |b|)`` (MC's) keeps them TVD. Unlike the slope limiters, the two faces
+    differ: each leans on the difference across it, 2:1.
+    """
+    abs_a, abs_b = jnp.abs(a), jnp.abs(b)
+    bound = 2.0 * jnp.minimum(abs_a, abs_b)
+    half = jnp.where(a * b > 0.0, jnp.where(b > 0.0, 0.5, -0.5), 0.0)
+    return (half * jnp.minimum(bound, (abs_a + 2.0 * abs_b) * (1.0 / 3.0)),
+            half * jnp.minimum(bound, (2.0 * abs_a + abs_b) * (1.0 / 3.0)))
+
+
+def _centred(slope_limiter):
+    """Face deviations ``(right, left)`` of a slope limiter: both half its slope."""
+    def deviations(a, b):
+        half = 0.5 * slope_limiter(a, b)
+        return half, half
+    deviations.__name__ = deviations.__qualname__ = f"centred_{slope_limiter.__name__}"
+    return deviations
+
+
+SLOPE_LIMITERS = {"minmod": minmod, "mc": mc, "vanleer": van_leer}
+# Name -> face limiter: (backward, forward difference) -> (right, left face deviation).
+LIMITERS = {**{name: _centred(fn) for name, fn in SLOPE_LIMITERS.items()}, "koren": koren}
 RECONSTRUCTIONS = {"first_order": 1, "muscl": 2}  # value: ghost cells needed
-
-
-def half_slope(qm, q0, qp, limiter):
-    """Limited half slope of a cell with value ``q0`` between ``qm`` and ``qp``."""
-    return 0.5 * limiter(q0 - qm, qp - q0)
 
 
 THIN_FILM = 0.01  # first order where h <= THIN_FILM x the bed's step across a face
 
 
-def first_order_at_dry(h0, bm, b0, bp, half_slopes, h_dry):
-    """Zero the ``half_slopes`` of a dry or nearly dry cell (depth ``h0``, bed ``b0``
-    between ``bm`` and ``bp``): MUSCL falls back to first order in a cell whose depth is at
+def first_order_at_dry(h0, bm, b0, bp, deviations, h_dry):
+    """Zero the face ``deviations`` (from the cell value) of a dry or nearly dry cell
+    (depth ``h0``, bed ``b0`` between ``bm`` and ``bp``): MUSCL falls back to first order in a cell whose depth is at
     most ``h_dry`` or ``THIN_FILM`` (1%) of the bed's step across either of its faces.
 
     MUSCL on the surface gives a face bed ``eta - h`` from two separately limited slopes.
@@ -59,35 +84,44 @@ def first_order_at_dry(h0, bm, b0, bp, half_slopes, h_dry):
     """
     step = jnp.maximum(jnp.abs(b0 - bm), jnp.abs(bp - b0))
     thin = h0 <= jnp.maximum(h_dry, THIN_FILM * step)
-    return tuple(jnp.where(thin, 0.0, d) for d in half_slopes)
+    return tuple(jnp.where(thin, 0.0, d) for d in deviations)
 
 
-def hancock_predictor(h, un, ut, dh, dun, dut, deta, *, courant, g, h_dry):
+def hancock_predictor(h, un, ut, right, left, *, courant, g, h_dry):
     """MUSCL-Hancock half-step predictor (van Leer 1984; Toro 2009, sec. 14.4) of the
     shallow-water equations in primitive form along one direction, over a bed.
 
-    ``h, un, ut``: cell values; ``dh, dun, dut, deta``: their limited half slopes, that of
-    the surface ``eta = h + b`` included; ``courant = dt / dx``. Returns the cell values
-    advanced by ``dt / 2`` with ``w_t + A(w) w_x = 0``, the bed entering through the
-    surface slope (``u_t + u u_x + g eta_x = 0``), and the half slopes of ``h, un, ut``
-    and ``eta`` (the faces' bed is ``eta - h`` from these). Cells fall back to
+    ``h, un, ut``: cell values; ``right, left``: the deviations ``(h, un, ut, eta)`` of
+    the cell's right and left face values from its cell values, those of the surface
+    ``eta = h + b`` included (the same tuple, the limited half slopes, for a slope
+    limiter); ``courant = dt / dx``. Returns the cell values advanced by ``dt / 2`` with
+    ``w_t + A(w) w_x = 0`` and the slope ``(right + left) / dx``, the bed entering through
+    the surface slope (``u_t + u u_x + g eta_x = 0``), and the face deviations (the faces'
+    bed is ``eta - h`` from these). Cells fall back to
     first order (zero slopes, no prediction) where a predicted face depth would be
     negative, and dry cells (``h <= h_dry``) are not predicted: the surface slope of dry
     land is the bed's and would give them a velocity, which the Riemann solver's dry-front
     speeds read. A lake at rest (``un = 0``, a flat surface) is left exactly as it is, so
     the hydrostatic reconstruction that follows keeps it at rest.
     """
+    centred = right is left
+    dh, dun, dut, deta = right if centred else (0.5 * (r + l) for r, l in zip(right, left))
     hp = h - courant * (un * dh + h * dun)
     unp = un - courant * (un * dun + g * deta)
     utp = ut - courant * (un * dut)
-    ok = (h > h_dry) & (hp - jnp.abs(dh) >= 0.0)
+    faces_wet = (hp - jnp.abs(dh) >= 0.0) if centred else (
+        (hp + right[0] >= 0.0) & (hp - left[0] >= 0.0))
+    ok = (h > h_dry) & faces_wet
 
     def pick(new, old):
         return jnp.where(ok, new, old)
 
-    zero = jnp.zeros_like(dh)
-    return (pick(hp, h), pick(unp, un), pick(utp, ut),
-            pick(dh, zero), pick(dun, zero), pick(dut, zero), pick(deta, zero))
+    def kept(deviations):
+        return tuple(pick(d, jnp.zeros_like(d)) for d in deviations)
+
+    right_kept = kept(right)
+    return ((pick(hp, h), pick(unp, un), pick(utp, ut)), right_kept,
+            right_kept if centred else kept(left))
 
 
 def muscl_cell(hm, h0, hp, um, u0, up, tm, t0, tp, bm, b0, bp, g, h_dry, courant=None, *,
@@ -96,25 +130,29 @@ def muscl_cell(hm, h0, hp, um, u0, up, tm, t0, tp, bm, b0, bp, g, h_dry, courant
     for one cell (scalars in): depth ``h``, normal and tangential velocity ``u, t`` and bed
     ``b`` of the cells before (``m``), at (``0``) and after (``p``) it, gravity, ``h_dry``
     and, for a sweep of a split step, ``courant = dt / dx`` (the MUSCL-Hancock predictor).
+    ``limiter`` is one of :data:`LIMITERS`: (backward, forward difference) to the
+    (right, left) face deviations.
 
     Returns the values at its right face ``(h, u, t, b)`` and then at its left face: the
-    limited half slopes of ``h, u, t`` and of the surface ``eta = h + b``
+    limited face deviations of ``h, u, t`` and of the surface ``eta = h + b``
     (:func:`first_order_at_dry` zeroes them in dry and nearly dry cells), then the
     predictor if any. MUSCL on the surface: the face bed is ``eta - h`` (Audusse et al.
     2004, sec. 3), so a flat surface stays flat at every face; the bed does not move with
     the predictor (it comes from the depth before it).
     """
     e0 = h0 + b0
-    slopes = (half_slope(hm, h0, hp, limiter), half_slope(um, u0, up, limiter),
-              half_slope(tm, t0, tp, limiter), half_slope(hm + bm, e0, hp + bp, limiter))
-    dh, dun, dut, deta = first_order_at_dry(h0, bm, b0, bp, slopes, h_dry)
-    ch, cun, cut = h0, u0, t0
+    pairs = [limiter(q0 - qm, qp - q0)
+             for qm, q0, qp in ((hm, h0, hp), (um, u0, up), (tm, t0, tp), (hm + bm, e0, hp + bp))]
+    right = first_order_at_dry(h0, bm, b0, bp, [r for r, _ in pairs], h_dry)
+    left = right if all(r is l for r, l in pairs) else first_order_at_dry(
+        h0, bm, b0, bp, [l for _, l in pairs], h_dry)
+    centre = (h0, u0, t0)
     if courant is not None:
-        ch, cun, cut, dh, dun, dut, deta = hancock_predictor(
-            h0, u0, t0, dh, dun, dut, deta, courant=courant, g=g, h_dry=h_dry)
-    b_right = (e0 + deta) - (h0 + dh)
-    b_left = (e0 - deta) - (h0 - dh)
-    return (ch + dh, cun + dun, cut + dut, b_right, ch - dh, cun - dun, cut - dut, b_left)
+        centre, right, left = hancock_predictor(h0, u0, t0, right, left, courant=courant,
+                                                g=g, h_dry=h_dry)
+    (ch, cun, cut), (rh, run, rt, re), (lh, lun, lt, le) = centre, right, left
+    return (ch + rh, cun + run, cut + rt, (e0 + re) - (h0 + rh),
+            ch - lh, cun - lun, cut - lt, (e0 - le) - (h0 - lh))
 
 
 def hydrostatic_reconstruction(hL, bL, hR, bR):

@@ -13,12 +13,14 @@ SCHEMES = {
     "first_order": swe.FiniteVolume(riemann="hll", reconstruction="first_order"),
     "muscl": swe.FiniteVolume(riemann="hllc", reconstruction="muscl", limiter="minmod"),
     "muscl_mc": swe.FiniteVolume(riemann="hllc", reconstruction="muscl", limiter="mc"),
+    "muscl_koren": swe.FiniteVolume(riemann="hllc", reconstruction="muscl", limiter="koren"),
     "muscl_roe": swe.FiniteVolume(riemann="roe", reconstruction="muscl", limiter="mc"),
 }
 
 
 @pytest.mark.parametrize("name,integrator", [(name, "ssprk2") for name in sorted(SCHEMES)]
-                         + [("muscl", "split"), ("muscl_mc", "split"), ("muscl_roe", "split"),
+                         + [("muscl", "split"), ("muscl_mc", "split"), ("muscl_koren", "split"),
+                            ("muscl_roe", "split"),
                             ("muscl_roe", "strang")])
 def test_lake_at_rest_with_dry_island_stays_at_rest(name, integrator):
     """500 steps over a bumpy bed with an emerged island: velocities stay at round-off."""
@@ -243,6 +245,11 @@ def _order(ns, errors):
          [50, 100, 200, 400], 1, 0.1, 1.8),
         (swe.FiniteVolume(reconstruction="muscl", limiter="vanleer"), "ssprk2",
          [32, 64, 128], 2, 0.02, 1.8),
+        # Koren: 1-D 2.22 (L1 2.8e-6 at 400, van Leer 1.1e-5); 2-D 2.06 (measured)
+        (swe.FiniteVolume(reconstruction="muscl", limiter="koren"), "ssprk2",
+         [50, 100, 200, 400], 1, 0.1, 2.1),
+        (swe.FiniteVolume(reconstruction="muscl", limiter="koren"), "ssprk2",
+         [32, 64, 128], 2, 0.02, 1.95),
         # MUSCL-Hancock: 1-D (a single sweep) 2.20; split, diagonal 2.07 (measured)
         (swe.FiniteVolume(reconstruction="muscl", limiter="mc"), "split",
          [50, 100, 200, 400], 1, 0.1, 1.9),
@@ -252,7 +259,8 @@ def _order(ns, errors):
          [32, 64, 128], 2, 0.02, 1.9),
     ],
     ids=["first-order", "muscl-minmod", "muscl-vanleer-rk3", "muscl-vanleer-2d-diagonal",
-         "hancock-mc", "split-hancock-vanleer-2d-diagonal",
+         "muscl-koren", "muscl-koren-2d-diagonal", "hancock-mc",
+         "split-hancock-vanleer-2d-diagonal",
          "strang-hancock-vanleer-2d-diagonal"],
 )
 def test_convergence_order_on_smooth_simple_wave(scheme, integrator, ns, dims, eps, minimum):
@@ -382,6 +390,39 @@ def test_in_one_loop_is_the_identity_with_its_derivatives():
         np.testing.assert_allclose(got, want, rtol=1e-14)
 
 
+def test_koren_faces_are_third_order_mirror_symmetric_and_tvd_bounded():
+    """Koren's limiter: the textbook ``minmod(2a, (a + 2b)/3, 2b) / 2`` at the right face and
+    its mirror image at the left; unlimited on a parabola's cell averages, the faces are
+    exact (the kappa = 1/3 faces); odd, mirror-symmetric (the right face of a stencil is
+    the left face of its reflection) and within MC's bound."""
+    from swe.reconstruction import LIMITERS
+
+    def minmod3(x, y, z):
+        same = (np.sign(x) == np.sign(y)) & (np.sign(y) == np.sign(z)) & (x != 0)
+        return np.where(same, np.sign(x) * np.minimum(np.minimum(abs(x), abs(y)), abs(z)), 0)
+
+    rng = np.random.default_rng(4)
+    a = np.concatenate([rng.normal(size=4000), [0.0, 0.0, 1.0, -1.0, 2.0, 0.5, 3.0]])
+    b = np.concatenate([rng.normal(size=4000), [0.0, 1.0, 1.0, -1.0, -2.0, 1.5, 5.0]])
+    koren = LIMITERS["koren"]
+    right, left = (np.asarray(x) for x in koren(jnp.asarray(a), jnp.asarray(b)))
+    np.testing.assert_allclose(right, 0.5 * minmod3(2 * a, (a + 2 * b) / 3, 2 * b),
+                               rtol=1e-15, atol=0)
+    np.testing.assert_allclose(left, 0.5 * minmod3(2 * a, (2 * a + b) / 3, 2 * b),
+                               rtol=1e-15, atol=0)
+    mirrored_right, mirrored_left = (np.asarray(x) for x in koren(jnp.asarray(b),
+                                                                  jnp.asarray(a)))
+    np.testing.assert_array_equal(mirrored_right, left)
+    np.testing.assert_array_equal(mirrored_left, right)
+    np.testing.assert_array_equal(-right, np.asarray(koren(jnp.asarray(-a),
+                                                           jnp.asarray(-b))[0]))
+    assert np.all(np.abs(right) <= np.minimum(np.abs(a), np.abs(b)) + 1e-15)
+    # Cell averages of x^2 over unit cells centred at 1, 2, 3 (c^2 + 1/12): the middle
+    # cell's faces are the parabola's values at 1.5 and 2.5; a = 3, b = 5 (the last pair).
+    mean = 4.0 + 1.0 / 12.0
+    np.testing.assert_allclose([mean + right[-1], mean - left[-1]], [6.25, 2.25], rtol=1e-15)
+
+
 def test_thin_films_on_steep_slopes_do_not_race():
     """The stress case at 32^2 (random bed and surface, half dry). Before MUSCL fell back
     to first order in nearly dry cells, MC took 10382 steps against minmod's 1262: a
@@ -390,7 +431,7 @@ def test_thin_films_on_steep_slopes_do_not_race():
     from validation import stress
 
     runs = {lim: stress.run_one(32, 1000, dict(limiter=lim))
-            for lim in ("minmod", "vanleer", "mc")}
+            for lim in ("minmod", "vanleer", "mc", "koren")}
     base = runs["minmod"]["steps"]
     for lim, r in runs.items():
         assert r["steps"] <= 1.05 * base, (lim, r["steps"], base)
@@ -423,7 +464,7 @@ def test_split_roe_keeps_thin_films_slow_in_a_sloshing_bowl(limiter):
 def test_limiters_equal_their_textbook_forms(name):
     """The limiters (written with selects instead of ``sign``) equal their textbook forms
     on random slopes, zeros and ties included, and are symmetric, odd and TVD-bounded."""
-    from swe.reconstruction import LIMITERS
+    from swe.reconstruction import LIMITERS, SLOPE_LIMITERS
 
     rng = np.random.default_rng(3)
     a = np.concatenate([rng.normal(size=4000), [0.0, 0.0, 1.0, -1.0, 2.0, 0.5]])
@@ -435,8 +476,11 @@ def test_limiters_equal_their_textbook_forms(name):
                                                       0.5 * np.abs(a + b)), 0.0),
         "vanleer": np.where(same, 2 * a * b / np.where(same, a + b, 1.0), 0.0),
     }[name]
-    lim = LIMITERS[name]
+    lim = SLOPE_LIMITERS[name]
     got = np.asarray(lim(jnp.asarray(a), jnp.asarray(b)))
+    right, left = LIMITERS[name](jnp.asarray(a), jnp.asarray(b))
+    assert right is left  # one tracer: muscl_cell's centred path
+    np.testing.assert_array_equal(np.asarray(right), 0.5 * got)
     np.testing.assert_allclose(got, textbook, rtol=1e-15, atol=0)
     np.testing.assert_array_equal(got, np.asarray(lim(jnp.asarray(b), jnp.asarray(a))))
     np.testing.assert_array_equal(-got, np.asarray(lim(jnp.asarray(-a), jnp.asarray(-b))))
@@ -454,20 +498,22 @@ def test_first_order_at_dry_zeroes_only_dry_and_thin_cells():
     np.testing.assert_array_equal(np.asarray(out), [1.0, 0.0, 0.0, 0.0, 1.0, 1.0])
 
 
-@pytest.mark.parametrize("reconstruction, predictor",
-                         [("first_order", False), ("muscl", False), ("muscl", True)])
+@pytest.mark.parametrize("reconstruction, predictor, limiter",
+                         [("first_order", False, None), ("muscl", False, "vanleer"),
+                          ("muscl", True, "vanleer"), ("muscl", False, "koren"),
+                          ("muscl", True, "koren")])
 @pytest.mark.parametrize("axis", [0, 1])
-def test_stencil_kernels_vjp_equals_autodiff(reconstruction, predictor, axis):
+def test_stencil_kernels_vjp_equals_autodiff(reconstruction, predictor, limiter, axis):
     """The interface kernels over the grid (each in one loop, with a reverse pass that
     recomputes it; for MUSCL two kernels, the cells' face values then the interfaces) give
     the values and plain autodiff's cotangents of the interface written for one interface
     over its whole stencil, dry cells, thin films and a stepped bed included, and with the
-    MUSCL-Hancock predictor."""
+    MUSCL-Hancock predictor; with a slope limiter and with Koren's (two face deviations)."""
     import functools
 
     from swe.model import (_centred_bed_slope, _first_order_interface, _interface,
                            _muscl_interfaces, _over_grid, _stencil)
-    from swe.reconstruction import muscl_cell, van_leer
+    from swe.reconstruction import LIMITERS, muscl_cell
 
     riemann = swe.FiniteVolume().riemann_fn
     rng = np.random.default_rng(axis)
@@ -488,15 +534,15 @@ def test_stencil_kernels_vjp_equals_autodiff(reconstruction, predictor, axis):
                    *courant):
             # The MUSCL interface between cells 0 and p, written for one interface.
             left = muscl_cell(hm, h0, hp, um, u0, up, tm, t0, tp, bm, b0, bp, g, h_dry,
-                              *courant, limiter=van_leer)
+                              *courant, limiter=LIMITERS[limiter])
             right = muscl_cell(h0, hp, hq, u0, up, uq, t0, tp, tq, b0, bp, bq, g, h_dry,
-                               *courant, limiter=van_leer)
+                               *courant, limiter=LIMITERS[limiter])
             return (*_interface(*left[:4], *right[4:], g, riemann),
                     _centred_bed_slope(left, g))
 
         scalars = (jnp.asarray(9.81), jnp.asarray(1e-6)) + ((jnp.asarray(0.3),) if predictor
                                                              else ())
-        fast = functools.partial(_muscl_interfaces, axis=axis, n=n, limiter=van_leer,
+        fast = functools.partial(_muscl_interfaces, axis=axis, n=n, limiter=LIMITERS[limiter],
                                  riemann=riemann)
     lifted = _over_grid(kernel, 4 * width, len(scalars))
 
