@@ -2,7 +2,7 @@
 at most 3x a forward run; peak memory bounded as the step count doubles).
 
     python scripts/bench_gradient.py [--n 128] [--steps 1000] [--repeat 3]
-        [--riemann hllc] [--reconstruction muscl] [--limiter vanleer] [--integrator ssprk2]
+        [--riemann hllc] [--reconstruction muscl] [--limiter koren] [--integrator ssprk2]
 
 Problem: the benchmark dam break (``swe.bench.problem``) on ``n x n`` cells over a bed with
 a Gaussian bump, Manning friction, ``steps`` fixed steps (dt = 0.004 s, CFL about 0.2).

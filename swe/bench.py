@@ -121,7 +121,7 @@ def method_name(riemann, reconstruction, limiter, integrator, precision, cfl) ->
 
 
 def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
-        reconstruction: str = "muscl", limiter: str = "vanleer", integrator: str = "ssprk2",
+        reconstruction: str = "muscl", limiter: str = "koren", integrator: str = "ssprk2",
         repeat: int = 3, cfl=None, t_end: float = T_END, stream_gbs=None,
         keep_state: bool = False):
     """Run the benchmark ``repeat`` times after one compiling call; yield one record per run.
@@ -198,7 +198,7 @@ def add_scheme_arguments(p) -> None:
     p.add_argument("--riemann", default=default.riemann, help="rusanov, hll, hllc or roe")
     p.add_argument("--reconstruction", default=default.reconstruction,
                    help="first_order or muscl")
-    p.add_argument("--limiter", default=default.limiter, help="vanleer, koren, minmod or mc")
+    p.add_argument("--limiter", default=default.limiter, help="koren, vanleer, mc or minmod")
 
 
 def add_arguments(p) -> None:

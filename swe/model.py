@@ -29,20 +29,23 @@ class FiniteVolume(eqx.Module):
     * ``riemann``: ``"rusanov"``, ``"hll"``, ``"hllc"`` or ``"roe"``.
     * ``reconstruction``: ``"first_order"`` or ``"muscl"`` (piecewise linear in surface
       elevation, depth and velocity).
-    * ``limiter`` (MUSCL only): ``"vanleer"`` (the default), ``"koren"``, ``"minmod"`` or
-      ``"mc"``. Van Leer's limiter is smooth and does not clip smooth extrema to first
-      order as minmod does: second order in 2-D, and 1.4x to 6x more accurate than minmod
-      on the validation cases; minmod is the most dissipative. Koren's limiter
-      (:func:`swe.reconstruction.koren`) gives each face its own deviation, those of the
-      third-order ``kappa = 1/3`` faces where the data are smooth and monotone: with
-      SSP-RK it is 2.5x to 4x more accurate than van Leer on a smooth wave and 14% on the
-      benchmark dam break, at 2% more time. Dry and nearly dry cells are first order
-      whatever the limiter (:func:`swe.reconstruction.first_order_at_dry`).
+    * ``limiter`` (MUSCL only): ``"koren"`` (the default), ``"vanleer"``, ``"mc"`` or
+      ``"minmod"``. Koren's limiter (:func:`swe.reconstruction.koren`) gives each face its
+      own deviation, those of the third-order ``kappa = 1/3`` faces where the data are
+      smooth and monotone: with SSP-RK2 it is 2.5x to 4x more accurate than van Leer on a
+      smooth wave and 12-14% more accurate on the benchmark dam break, at 2-5% more time.
+      The others are slope limiters (one slope per cell). Van Leer's is smooth and does
+      not clip smooth extrema to first order as minmod does: second order in 2-D, and 1.4x
+      to 6x more accurate than minmod on the validation cases; minmod is the most
+      dissipative. With the split MUSCL-Hancock integrators MC is the more accurate
+      choice (Koren's faces are designed for the method of lines). Dry and nearly dry
+      cells are first order whatever the limiter
+      (:func:`swe.reconstruction.first_order_at_dry`).
     """
 
     riemann: str = eqx.field(static=True, default="hllc")
     reconstruction: str = eqx.field(static=True, default="muscl")
-    limiter: str = eqx.field(static=True, default="vanleer")
+    limiter: str = eqx.field(static=True, default="koren")
 
     def __check_init__(self):
         check_choice("riemann", self.riemann, RIEMANN_SOLVERS)

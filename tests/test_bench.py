@@ -63,9 +63,15 @@ def test_numpy_reference_and_swe_agree_on_the_benchmark_problem():
     fine_avg = ref["h"].reshape(n // 2, 2, n // 2, 2).mean(axis=(1, 3))
     discretisation = rel_l1(coarse, fine_avg)  # first-order error scale at n/2
     assert rel_l1(first["h"], ref["h"]) < 0.02 * discretisation
-    # The default (second-order) scheme differs from the NumPy first-order result by about
-    # the first-order scheme's own error, no more.
-    assert rel_l1(default["h"], ref["h"]) < discretisation
+    # Against the fine radial reference, the NumPy first-order result has the error of its
+    # order (2.4e-2 at n = 48) and the default second-order scheme under half of it
+    # (Koren 8.8e-3, van Leer 1.0e-2, minmod 1.3e-2).
+    import radial_reference
+
+    exact = radial_reference.reference(n, nr=3600)
+    error_first = radial_reference.rel_l1(ref["h"], exact)
+    assert 0.5 * discretisation < error_first < 2.0 * discretisation
+    assert radial_reference.rel_l1(default["h"], exact) < 0.5 * error_first
 
 
 def test_changing_parameter_values_does_not_recompile():
@@ -122,8 +128,9 @@ def test_split_hancock_beats_the_default_scheme_at_half_the_steps():
     """Godunov-split MUSCL-Hancock (MC, HLLC) at CFL 0.9 per sweep, swe's
     ``integrator="split"`` and its flat-bed prototype, against the radial reference (coarse
     radial grid: its error, about 1e-4, is far below the schemes' at N = 128). Measured:
-    L1 2.17e-3 in 43 steps, the prototype and swe alike (they land on t = 1 the same way),
-    against the default scheme's 4.05e-3 in 83 (5.85e-3 with minmod)."""
+    L1 2.17e-3 in 43 steps, the prototype and swe alike (they land on t = 1 the same way;
+    Roe 2.01e-3), against the default scheme's 3.37e-3 in 84 (van Leer 4.05e-3, minmod
+    5.85e-3)."""
     import prototype_split_hancock as proto
     import radial_reference
 
@@ -140,4 +147,4 @@ def test_split_hancock_beats_the_default_scheme_at_half_the_steps():
         assert split["t_final"] == 1.0 and split["mass_rel_err"] < 1e-14
         assert split["steps"] < 0.55 * default["steps"]  # CFL 0.9 per sweep against 0.45
         l1_split = radial_reference.rel_l1(split["h"], ref)
-        assert l1_split < 0.6 * l1_default, (l1_split, l1_default)
+        assert l1_split < 0.7 * l1_default, (l1_split, l1_default)

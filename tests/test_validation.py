@@ -49,7 +49,7 @@ def test_case_texts_name_the_forced_scheme():
     from validation.common import default_scheme
     from validation.report import scheme_override
 
-    assert default_scheme() == "MUSCL-van Leer, HLLC, SSP-RK2, CFL 0.45"
+    assert default_scheme() == "MUSCL-Koren, HLLC, SSP-RK2, CFL 0.45"
     with scheme_override(integrator="strang", riemann="roe", limiter="mc"):
         assert default_scheme() == "MUSCL-MC, ROE, Strang-split MUSCL-Hancock, CFL 0.9"
-    assert default_scheme() == "MUSCL-van Leer, HLLC, SSP-RK2, CFL 0.45"
+    assert default_scheme() == "MUSCL-Koren, HLLC, SSP-RK2, CFL 0.45"

@@ -75,7 +75,7 @@ def _fmt(v) -> str:
     return str(v)
 
 
-LIMITER_NAMES = {"vanleer": "van Leer", "minmod": "minmod", "mc": "MC"}
+LIMITER_NAMES = {"koren": "Koren", "vanleer": "van Leer", "minmod": "minmod", "mc": "MC"}
 
 
 # The scheme every run of ``swe validate --integrator/--riemann/--limiter`` is forced to
@@ -87,7 +87,7 @@ INTEGRATOR_NAMES = {"ssprk2": "SSP-RK2", "ssprk3": "SSP-RK3", "euler": "forward 
 
 
 def muscl_name(limiter: str | None = None) -> str:
-    """``"MUSCL-van Leer"``: MUSCL with ``limiter``, by default swe's default limiter (or
+    """``"MUSCL-Koren"``: MUSCL with ``limiter``, by default swe's default limiter (or
     the one ``swe validate --limiter`` forces on every run)."""
     import swe
 
@@ -96,7 +96,7 @@ def muscl_name(limiter: str | None = None) -> str:
 
 
 def default_scheme() -> str:
-    """swe's default scheme in words, from its own defaults: ``"MUSCL-van Leer, HLLC,
+    """swe's default scheme in words, from its own defaults: ``"MUSCL-Koren, HLLC,
     SSP-RK2, CFL 0.45"``; under ``swe validate --integrator/--riemann/--limiter``, the
     scheme it forces instead."""
     import swe

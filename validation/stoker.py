@@ -2,7 +2,7 @@
 
 A 1-D channel with the dam at 500 m holding 10 m of water against 1 m; the depth on
 [0, 1000] m is compared with the exact solution at t = 5, 20 and 40 s at four resolutions
-(dx = 8, 4, 2, 1 m), for the default scheme (MUSCL-van Leer, HLLC, SSP-RK2) and, in full
+(dx = 8, 4, 2, 1 m), for the default scheme (MUSCL-Koren, HLLC, SSP-RK2) and, in full
 mode, for the other fluxes and first order.
 """
 
