@@ -1,6 +1,8 @@
-"""Face reconstruction, written for one cell: slope limiters, the MUSCL face values of a
-cell from its neighbours, the MUSCL-Hancock predictor, and the hydrostatic reconstruction
-that makes the scheme well balanced. ``swe.model`` lifts them over the grid.
+"""Face reconstruction, written for one cell: slope limiters and Koren's face limiter
+(:data:`LIMITERS` maps each name to the deviations of a cell's two face values), the MUSCL
+face values of a cell from its neighbours, the MUSCL-Hancock predictor, and the
+hydrostatic reconstruction that makes the scheme well balanced. ``swe.model`` lifts them
+over the grid.
 """
 
 from __future__ import annotations
