@@ -66,8 +66,9 @@ THIN_FILM = 0.01  # first order where h <= THIN_FILM x the bed's step across a f
 
 def first_order_at_dry(h0, bm, b0, bp, deviations, h_dry):
     """Zero the face ``deviations`` (from the cell value) of a dry or nearly dry cell
-    (depth ``h0``, bed ``b0`` between ``bm`` and ``bp``): MUSCL falls back to first order in a cell whose depth is at
-    most ``h_dry`` or ``THIN_FILM`` (1%) of the bed's step across either of its faces.
+    (depth ``h0``, bed ``b0`` between ``bm`` and ``bp``): MUSCL falls back to first order
+    in a cell whose depth is at most ``h_dry`` or ``THIN_FILM`` (1%) of the bed's step
+    across either of its faces.
 
     MUSCL on the surface gives a face bed ``eta - h`` from two separately limited slopes.
     In a dry cell on curved ground (its surface is its bed) that face bed can rise above a

@@ -264,8 +264,8 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         "and the contour error depends only on the cells crossed, 2 c0 t / dx (99 at t = 5 s, "
         "396 at t = 20 s, 792 at t = 40 s for dx = 1 m). Less dissipative limiters lag less "
         f"({muscl_name()}, the default, against minmod in the table; MC -8.2% at t = 5 s, "
-        "dx = 1 m, measured once); first-order HLLC lags about 10%. `h_dry` and the positivity limiter "
-        "play no part: with minmod, h_dry = 1e-10 and the limiter switched off gave the same "
+        "dx = 1 m, measured once); first-order HLLC lags about 10%. `h_dry` and the "
+        "positivity limiter play no part: with minmod, h_dry = 1e-10 and the limiter switched off gave the same "
         "contour error (-11.1% at t = 5 s, dx = 1 m), and so did CFL 0.1 (measured once, "
         "not part of this script). No setting was tuned to pass."
     )
