@@ -19,9 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 EDGES = (0, 0.3, 0.6, 0.9, 1.2, 1.5, 1.7, 1.76, 1.85, 4)
 
 
-def bands(h, h_ref, n):
-    x = (np.arange(n) + 0.5) * 5 / n - 2.5
-    r = np.hypot(*np.meshgrid(x, x))
+def bands(h, h_ref, grid):
+    r = np.hypot(*(np.asarray(c) for c in grid.cell_centers()))
     e = np.abs(h - h_ref)
     return [float(e[(r >= a) & (r < b)].sum() / e.sum()) for a, b in zip(EDGES[:-1], EDGES[1:])]
 
@@ -50,7 +49,7 @@ def main(argv=None):
         results["pyclaw split"] = pyclaw_reference.run(n)["h"]
     print("bands of r:", " ".join(f"[{a}, {b})" for a, b in zip(EDGES[:-1], EDGES[1:])))
     for name, h in results.items():
-        shares = " ".join(f"{f:.2f}" for f in bands(h, h_ref, n))
+        shares = " ".join(f"{f:.2f}" for f in bands(h, h_ref, bench.problem(n)[0].grid))
         print(f"{name:18s} L1(h) {radial_reference.rel_l1(h, h_ref):.3e}  shares {shares}")
 
 

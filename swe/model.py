@@ -33,7 +33,7 @@ class FiniteVolume(eqx.Module):
       ``"minmod"``. Koren's limiter (:func:`swe.reconstruction.koren`) gives each face its
       own deviation, those of the third-order ``kappa = 1/3`` faces where the data are
       smooth and monotone: with SSP-RK2 it is 2.5x to 4x more accurate than van Leer on a
-      smooth wave and 12-14% more accurate on the benchmark dam break, at 2-5% more time.
+      smooth wave and 13-14% more accurate on the benchmark dam break, at 2-4% more time.
       The others are slope limiters (one slope per cell). Van Leer's is smooth and does
       not clip smooth extrema to first order as minmod does: second order in 2-D, and 1.4x
       to 6x more accurate than minmod on the validation cases; minmod is the most

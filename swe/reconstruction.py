@@ -96,8 +96,8 @@ def hancock_predictor(h, un, ut, right, left, *, courant, g, h_dry):
 
     ``h, un, ut``: cell values; ``right, left``: the deviations ``(h, un, ut, eta)`` of
     the cell's right and left face values from its cell values, those of the surface
-    ``eta = h + b`` included (the same tuple, the limited half slopes, for a slope
-    limiter); ``courant = dt / dx``. Returns the cell values advanced by ``dt / 2`` with
+    ``eta = h + b`` included (equal, the limited half slopes, for a slope limiter);
+    ``courant = dt / dx``. Returns the cell values advanced by ``dt / 2`` with
     ``w_t + A(w) w_x = 0`` and the slope ``(right + left) / dx``, the bed entering through
     the surface slope (``u_t + u u_x + g eta_x = 0``), and the face deviations (the faces'
     bed is ``eta - h`` from these). Cells fall back to
@@ -107,14 +107,11 @@ def hancock_predictor(h, un, ut, right, left, *, courant, g, h_dry):
     speeds read. A lake at rest (``un = 0``, a flat surface) is left exactly as it is, so
     the hydrostatic reconstruction that follows keeps it at rest.
     """
-    centred = right is left
-    dh, dun, dut, deta = right if centred else (0.5 * (r + l) for r, l in zip(right, left))
+    dh, dun, dut, deta = (0.5 * (r + l) for r, l in zip(right, left))
     hp = h - courant * (un * dh + h * dun)
     unp = un - courant * (un * dun + g * deta)
     utp = ut - courant * (un * dut)
-    faces_wet = (hp - jnp.abs(dh) >= 0.0) if centred else (
-        (hp + right[0] >= 0.0) & (hp - left[0] >= 0.0))
-    ok = (h > h_dry) & faces_wet
+    ok = (h > h_dry) & (hp + right[0] >= 0.0) & (hp - left[0] >= 0.0)
 
     def pick(new, old):
         return jnp.where(ok, new, old)
@@ -122,9 +119,7 @@ def hancock_predictor(h, un, ut, right, left, *, courant, g, h_dry):
     def kept(deviations):
         return tuple(pick(d, jnp.zeros_like(d)) for d in deviations)
 
-    right_kept = kept(right)
-    return ((pick(hp, h), pick(unp, un), pick(utp, ut)), right_kept,
-            right_kept if centred else kept(left))
+    return (pick(hp, h), pick(unp, un), pick(utp, ut)), kept(right), kept(left)
 
 
 def muscl_cell(hm, h0, hp, um, u0, up, tm, t0, tp, bm, b0, bp, g, h_dry, courant=None, *,
@@ -146,9 +141,7 @@ def muscl_cell(hm, h0, hp, um, u0, up, tm, t0, tp, bm, b0, bp, g, h_dry, courant
     e0 = h0 + b0
     pairs = [limiter(q0 - qm, qp - q0)
              for qm, q0, qp in ((hm, h0, hp), (um, u0, up), (tm, t0, tp), (hm + bm, e0, hp + bp))]
-    right = first_order_at_dry(h0, bm, b0, bp, [r for r, _ in pairs], h_dry)
-    left = right if all(r is l for r, l in pairs) else first_order_at_dry(
-        h0, bm, b0, bp, [l for _, l in pairs], h_dry)
+    right, left = (first_order_at_dry(h0, bm, b0, bp, side, h_dry) for side in zip(*pairs))
     centre = (h0, u0, t0)
     if courant is not None:
         centre, right, left = hancock_predictor(h0, u0, t0, right, left, courant=courant,

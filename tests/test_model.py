@@ -479,7 +479,7 @@ def test_limiters_equal_their_textbook_forms(name):
     lim = SLOPE_LIMITERS[name]
     got = np.asarray(lim(jnp.asarray(a), jnp.asarray(b)))
     right, left = LIMITERS[name](jnp.asarray(a), jnp.asarray(b))
-    assert right is left  # one tracer: muscl_cell's centred path
+    assert right is left  # one value for both faces
     np.testing.assert_array_equal(np.asarray(right), 0.5 * got)
     np.testing.assert_allclose(got, textbook, rtol=1e-15, atol=0)
     np.testing.assert_array_equal(got, np.asarray(lim(jnp.asarray(b), jnp.asarray(a))))
