@@ -3,6 +3,7 @@ at most 3x a forward run; peak memory bounded as the step count doubles).
 
     python scripts/bench_gradient.py [--n 128] [--steps 1000] [--repeat 3]
         [--riemann hllc] [--reconstruction muscl] [--limiter koren] [--integrator ssprk2]
+    [--precision float64]
 
 Problem: the benchmark dam break (``swe.bench.problem``) on ``n x n`` cells over a bed with
 a Gaussian bump, Manning friction, ``steps`` fixed steps (dt = 0.004 s, CFL about 0.2).
@@ -23,10 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import swe  # noqa: E402
-from swe import bench  # noqa: E402
+import swe
+from swe import bench
 
 DT = 0.004
 GAUGES = ((-1.0, 0.0), (0.0, 1.2), (1.5, 1.5), (0.8, -0.3))
@@ -83,7 +82,10 @@ def main(argv=None):
     bench.add_scheme_arguments(p)
     p.add_argument("--integrator", default="ssprk2",
                    help="ssprk2, ssprk3, euler, split or strang (the same fixed steps)")
+    p.add_argument("--precision", default="float64", choices=("float32", "float64"),
+                   help="float64 (default) or float32 (accelerators without float64 units)")
     args = p.parse_args(argv)
+    jax.config.update("jax_enable_x64", args.precision == "float64")
     try:
         scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,
                                   limiter=args.limiter)
@@ -98,7 +100,7 @@ def main(argv=None):
     g_n, g_bed = gradient(n0, bed)
     loss2, _ = make_loss(args.n, 2 * args.steps, args.checkpoints, scheme, args.integrator)
     record = dict(
-        N=args.n, steps=args.steps, checkpoints=args.checkpoints, riemann=args.riemann,
+        N=args.n, precision=args.precision, steps=args.steps, checkpoints=args.checkpoints, riemann=args.riemann,
         reconstruction=args.reconstruction, limiter=args.limiter,
         integrator=args.integrator, forward_s=t_fwd,
         gradient_s=t_grad, gradient_over_forward=t_grad / t_fwd,

@@ -131,7 +131,7 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
     import jax
 
     from .errors import check_choice, check_positive_int
-    from .model import FiniteVolume
+    from .model import FiniteVolume, fusion_hints
     from .simulate import default_cfl, simulate
 
     cfl = default_cfl(integrator) if cfl is None else cfl
@@ -162,7 +162,8 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
             method_name(riemann, reconstruction, limiter, integrator, precision, cfl),
             compile_s, precision=precision, threads=cpu_threads(),
             device=str(jax.devices()[0].device_kind), backend=jax.default_backend(),
-            bytes_per_cell_update=bytes_per_cell_update(integrator, itemsize))
+            bytes_per_cell_update=bytes_per_cell_update(integrator, itemsize),
+            fusion_hints=fusion_hints())
         out["achieved_GBs"] = out["bytes_per_cell_update"] * out["cell_updates_per_s"] / 1e9
         if stream_gbs:
             out["stream_GBs"] = float(stream_gbs)

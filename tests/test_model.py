@@ -356,6 +356,32 @@ def test_pointwise_source_step_vjp_equals_autodiff():
     assert float(out[0][2, 3]) == 0.0 and float(out[1][2, 3]) == 0.0
 
 
+def test_fusion_hints_switch_changes_the_program_not_the_result(monkeypatch):
+    """SWE_FUSION_HINTS=off drops the optimization barriers (read at trace time) and gives
+    the same stage to round-off; a bad value is named in the error."""
+    from swe import bench
+    from swe.model import fusion_hints
+
+    model, state = bench.problem(16)
+    beds = model.padded_beds()
+
+    def stage():
+        fn = jax.jit(lambda s: model.euler_step(0.0, s, 0.01, beds))  # traced afresh
+        return fn(state), str(jax.make_jaxpr(fn)(state))
+
+    assert fusion_hints()
+    on, jaxpr_on = stage()
+    monkeypatch.setenv("SWE_FUSION_HINTS", "off")
+    assert not fusion_hints()
+    off, jaxpr_off = stage()
+    assert "optimization_barrier" in jaxpr_on and "optimization_barrier" not in jaxpr_off
+    for a, b in zip(jax.tree.leaves(on), jax.tree.leaves(off)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
+    monkeypatch.setenv("SWE_FUSION_HINTS", "maybe")
+    with pytest.raises(ValueError, match="SWE_FUSION_HINTS='maybe' is invalid"):
+        fusion_hints()
+
+
 def test_in_one_loop_is_the_identity_with_its_derivatives():
     """The one-loop helper returns its operands (to the last bit), in one fused reduction,
     and is transparent to forward- and reverse-mode derivatives."""
