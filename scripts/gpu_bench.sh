@@ -5,8 +5,9 @@
 #   bash scripts/gpu_bench.sh            (from the repository root, on a GPU or TPU machine)
 # Needs jax for the device (CUDA or TPU), equinox, diffrax, numpy; uses the checkout
 # (PYTHONPATH=.), no install. Writes the JSON lines to ${OUT:-.}/gpu_bench.jsonl as well as
-# stdout. Each step has its own time limit (STEP_TIMEOUT, default 240 s), so one slow or
-# failing step does not stop the rest.
+# stdout. Each step has its own time limit (STEP_TIMEOUT, default 120 s), so one slow or
+# failing step does not stop the rest. At the rates measured on a TPU v5e (12-06) the whole
+# script should take about 9 minutes there (an estimate; a device call allows 10).
 #
 # float64: GPUs run it natively (at a fraction of the float32 rate on most cards); a TPU has
 # no float64 units and XLA emulates it in software, so on a TPU float64 runs only the default
@@ -15,7 +16,7 @@ set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
 LOG="${OUT:-.}/gpu_bench.jsonl"
-T=${STEP_TIMEOUT:-240}
+T=${STEP_TIMEOUT:-120}
 : > "$LOG"
 step() { timeout "$T" "$@" | tee -a "$LOG"; local rc=${PIPESTATUS[0]};
          [ "$rc" = 0 ] || { echo "step failed or timed out (rc $rc): $*" | tee -a "$LOG"; sleep 5; }; }
@@ -30,11 +31,15 @@ STREAM=$(timeout "$T" $PY scripts/stream_triad.py --n 67108864 --no-x64 2>/dev/n
 echo "measured triad: ${STREAM} GB/s (H200 device-to-device copy: about 4300 GB/s; TPU v5e HBM: 819 GB/s)"
 # float32 first, then float64, so that a slow float64 (a TPU's) cannot crowd out the rest.
 # The default scheme (Koren MUSCL, HLLC, SSP-RK2).
-# Large grids run shorter (t = 0.25 at 4096, 0.05 at 8192: hundreds of steps, the same
-# cost per step) so that the script stays within minutes on a slower device.
+# Large grids run shorter (t = 0.1 at 4096, 0.01 at 8192: a hundred steps or more, the
+# same cost per step) so that the script stays within minutes on a slower device.
 step $PY scripts/bench.py --n 1024 2048 --precision float32 --repeat 3 --stream "$STREAM"
-step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --t-end 0.25 --stream "$STREAM"
-step $PY scripts/bench.py --n 8192 --precision float32 --repeat 2 --t-end 0.05 --stream "$STREAM"
+if [ "$BACKEND" = tpu ]; then
+  # The one-kernel Pallas stage against XLA's stage (ms per stage; TPU only).
+  step $PY scripts/prototype_pallas_stage.py --n 1024 2048 4096 --block-rows 8 16 32
+fi
+step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --t-end 0.1 --stream "$STREAM"
+step $PY scripts/bench.py --n 8192 --precision float32 --repeat 2 --t-end 0.01 --stream "$STREAM"
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --riemann hll \
   --reconstruction first_order --integrator euler --t-end 0.25 --stream "$STREAM"
 # The split MUSCL-Hancock scheme (one stage per direction, CFL 0.9).
@@ -47,9 +52,9 @@ if [ "$BACKEND" = tpu ]; then
   step $PY scripts/bench.py --n 1024 2048 --precision float64 --repeat 2 --stream "$STREAM"
 else
   step $PY scripts/bench.py --n 1024 2048 --precision float64 --repeat 3 --stream "$STREAM"
-  step $PY scripts/bench.py --n 4096 --precision float64 --repeat 3 --t-end 0.25 \
+  step $PY scripts/bench.py --n 4096 --precision float64 --repeat 3 --t-end 0.1 \
     --stream "$STREAM"
-  step $PY scripts/bench.py --n 8192 --precision float64 --repeat 2 --t-end 0.05 \
+  step $PY scripts/bench.py --n 8192 --precision float64 --repeat 2 --t-end 0.01 \
     --stream "$STREAM"
   step $PY scripts/bench.py --n 4096 --precision float64 --repeat 3 --integrator split \
     --limiter mc --t-end 0.25 --stream "$STREAM"
