@@ -3,7 +3,7 @@ at most 3x a forward run; peak memory bounded as the step count doubles).
 
     python scripts/bench_gradient.py [--n 128] [--steps 1000] [--repeat 3]
         [--riemann hllc] [--reconstruction muscl] [--limiter koren] [--integrator ssprk2]
-    [--precision float64]
+        [--precision float64]
 
 Problem: the benchmark dam break (``swe.bench.problem``) on ``n x n`` cells over a bed with
 a Gaussian bump, Manning friction, ``steps`` fixed steps (dt = 0.004 s, CFL about 0.2).
@@ -100,8 +100,8 @@ def main(argv=None):
     g_n, g_bed = gradient(n0, bed)
     loss2, _ = make_loss(args.n, 2 * args.steps, args.checkpoints, scheme, args.integrator)
     record = dict(
-        N=args.n, precision=args.precision, steps=args.steps, checkpoints=args.checkpoints, riemann=args.riemann,
-        reconstruction=args.reconstruction, limiter=args.limiter,
+        N=args.n, precision=args.precision, steps=args.steps, checkpoints=args.checkpoints,
+        riemann=args.riemann, reconstruction=args.reconstruction, limiter=args.limiter,
         integrator=args.integrator, forward_s=t_fwd,
         gradient_s=t_grad, gradient_over_forward=t_grad / t_fwd,
         dloss_dn=float(g_n), dloss_dbed_norm=float(jnp.linalg.norm(g_bed)),
