@@ -47,7 +47,7 @@ from jax.experimental.pallas import tpu as pltpu
 from swe import bench
 from swe.boundaries import ghost_cells
 from swe.model import ShallowWater, _centred_bed_slope, _interface
-from swe.reconstruction import muscl_cell
+from swe.reconstruction import BVD, muscl_cell
 from swe.state import State, desingularised_velocity
 
 HALO = 8   # rows above and below each block: one sublane tile (the stencil needs 4)
@@ -161,6 +161,8 @@ def pallas_euler_step(model: ShallowWater, t, state: State, dt, beds, *, block_r
         for bc, side in zip(model.boundaries.pair(axis), (-1, 1)):
             if bc.face_mass_flux(t, side, axis) is not None:
                 raise ValueError(f"the prototype does not impose face mass fluxes ({bc!r})")
+    if isinstance(model.scheme.limiter_fn, BVD):
+        raise ValueError("the prototype covers three-cell MUSCL stencils, not THINC-BVD")
     if block_rows % 8:
         raise ValueError(f"block_rows={block_rows} is invalid; expected a multiple of 8")
     if block_cols is not None and block_cols % 128:

@@ -199,7 +199,7 @@ def add_scheme_arguments(p) -> None:
     p.add_argument("--riemann", default=default.riemann, help="rusanov, hll, hllc or roe")
     p.add_argument("--reconstruction", default=default.reconstruction,
                    help="first_order or muscl")
-    p.add_argument("--limiter", default=default.limiter, help="koren, vanleer, mc or minmod")
+    p.add_argument("--limiter", default=default.limiter, help="koren, vanleer, mc, minmod or thinc-bvd")
 
 
 def add_arguments(p) -> None:

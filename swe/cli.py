@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="floating-point precision (default: float64 on CPU, float32 on GPU)")
     r.add_argument("--riemann", default=None, help="rusanov, hll, hllc or roe")
     r.add_argument("--reconstruction", default=None, help="first_order or muscl")
-    r.add_argument("--limiter", default=None, help="koren (default), vanleer, mc or minmod")
+    r.add_argument("--limiter", default=None, help="koren (default), vanleer, mc, minmod or thinc-bvd")
     r.add_argument("--integrator", default=None,
                    help="ssprk2 (default), ssprk3, euler, split (split MUSCL-Hancock) or "
                         "strang (Strang-split MUSCL-Hancock)")

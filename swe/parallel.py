@@ -292,6 +292,13 @@ def localise(model, mesh):
 
     sizes = (mesh.shape["y"], mesh.shape["x"])
     shape = model.grid.shape
+    ng = model.scheme.ghost_cells
+    for n, parts, name in zip(shape, sizes, ("ny", "nx")):
+        if parts > 1 and n // parts < ng:
+            raise ValueError(
+                f"mesh={sizes[0]}x{sizes[1]} gives blocks {shape[0] // sizes[0]}x"
+                f"{shape[1] // sizes[1]} cells; the scheme needs at least {ng} cells per "
+                f"block along each split axis ({name} = {n}): use fewer devices along it")
 
     def block(fn, edge=None):
         return _BlockOf(fn, shape, sizes, edge) if callable(fn) else fn
