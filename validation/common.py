@@ -75,7 +75,8 @@ def _fmt(v) -> str:
     return str(v)
 
 
-LIMITER_NAMES = {"koren": "Koren", "vanleer": "van Leer", "minmod": "minmod", "mc": "MC"}
+LIMITER_NAMES = {"koren": "Koren", "vanleer": "van Leer", "minmod": "minmod", "mc": "MC",
+                 "thinc-bvd": "THINC-BVD"}
 
 
 # The scheme every run of ``swe validate --integrator/--riemann/--limiter`` is forced to
