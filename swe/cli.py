@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", default=None, help="output file (default: <scenario>.nc; "
                    "a name ending in .zarr writes Zarr)")
     r.add_argument("--precision", choices=("float32", "float64"), default=None,
-                   help="floating-point precision (default: float64 on CPU, float32 on GPU)")
+                   help="floating-point precision (default: float64 on CPU, float32 on GPU or TPU)")
     r.add_argument("--riemann", default=None, help="rusanov, hll, hllc or roe")
     r.add_argument("--reconstruction", default=None, help="first_order or muscl")
     r.add_argument("--limiter", default=None, help="koren (default), vanleer, mc, minmod or thinc-bvd")
