@@ -33,6 +33,10 @@ Measured 2026-12-06 (Intel Xeon, 2 threads, float64; PyClaw's split scheme, the 
               bvd, h, u and v, beta 2.5     6.96e-4 (1.003x PyClaw's), 2.7x the
                                             baseline's time in this unfused prototype
 
+(Measured with THINC written here and its position clipped to [1e-8, 1 - 1e-8]; it now
+calls ``swe.reconstruction.thinc``, unclipped, and gives the same figures at N = 256:
+1.887e-3 and 1.4066e-3 at beta 2.5.)
+
 So THINC-BVD on all three variables with beta about 2.5 brings the unsplit SSP-RK2
 scheme to PyClaw's error at N = 512; the error is sensitive to beta beyond 2.5 (at
 N = 256: 2.10e-3 at beta 3.0, worse than the baseline).
@@ -51,26 +55,10 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 
 from swe import bench  # noqa: E402
-from swe.reconstruction import koren  # noqa: E402
+from swe.reconstruction import koren, thinc  # noqa: E402
 from swe.riemann import hllc  # noqa: E402
 
 G = 3  # ghost cells: BVD compares the faces of a cell's neighbours too
-
-
-def thinc(qm, q0, qp, beta):
-    """THINC face values ``(right, left)`` of a cell from its neighbours; the cell value
-    where the three are not monotone."""
-    lo, hi = jnp.minimum(qm, qp), jnp.maximum(qm, qp)
-    dq = hi - lo
-    monotone = (qp - q0) * (q0 - qm) > 1e-20
-    dq_safe = jnp.where(monotone, dq, 1.0)
-    c = jnp.clip((q0 - lo) / dq_safe, 1e-8, 1.0 - 1e-8)
-    theta = jnp.where(qp >= qm, 1.0, -1.0)
-    tb = jnp.tanh(beta)
-    a = (jnp.exp(theta * beta * (2.0 * c - 1.0)) / jnp.cosh(beta) - 1.0) / tb
-    right = lo + 0.5 * dq * (1.0 + theta * (tb + a) / (1.0 + a * tb))
-    left = lo + 0.5 * dq * (1.0 + theta * a)
-    return jnp.where(monotone, right, q0), jnp.where(monotone, left, q0)
 
 
 def faces(q, recon, beta, use_thinc):
@@ -81,7 +69,8 @@ def faces(q, recon, beta, use_thinc):
     mr, ml = q0 + dr, q0 - dl
     if recon == "koren" or not use_thinc:
         return mr, ml
-    tr, tl = thinc(qm, q0, qp, beta)
+    dr, dl = thinc(q0 - qm, qp - q0, beta)  # the package's (deviations from the cell)
+    tr, tl = q0 + dr, q0 - dl
 
     def tbv(r, l):  # boundary variation of each cell's two faces (cells 1 .. n - 2 here)
         return jnp.abs(r[:, :-2] - l[:, 1:-1]) + jnp.abs(r[:, 1:-1] - l[:, 2:])

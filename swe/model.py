@@ -61,8 +61,9 @@ class FiniteVolume(eqx.Module):
 
     @property
     def ghost_cells(self) -> int:
+        # THINC-BVD's five-cell stencils need one more than MUSCL's three.
         ng = RECONSTRUCTIONS[self.reconstruction.lower()]
-        return ng + 1 if ng > 1 and self.limiter.lower() in BVD_LIMITERS else ng
+        return ng + 1 if isinstance(self.limiter_fn, BVD) else ng
 
     @property
     def limiter_fn(self):
@@ -231,16 +232,16 @@ def _muscl_interfaces(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riem
     """
     if isinstance(limiter, BVD):
         # THINC-BVD: both candidates of cells -2 .. n + 1 (one ghost cell more), then the
-        # choice for cells -1 .. n from theirs and their neighbours' (two kernels: one of
-        # five cells computed each candidate three times over, 3x the cost).
+        # choice for cells -1 .. n from theirs and their neighbours'. Two kernels: one
+        # five-cell kernel, recomputing each cell's candidates for its neighbours, was
+        # slower (Euler stage at N = 256: 8.3 against 5.0 ms; Koren 1.5 ms).
         # THINC's exponentials first, in plain elementwise loops: XLA:CPU vectorises them
         # there (about 2 ns each), not inside a one-loop kernel (about 17 ns each): the
-        # benchmark's Euler stage at N = 256 took 8.8 ms so against 14.3 ms (Koren: 3.0).
+        # same stage took 8.8 ms so against 14.3 ms (Koren: 3.0 ms; a busier machine).
         fields = (h, un, ut, bed)
-        length = n + 6
 
-        def shifted(f, k):
-            return jax.lax.slice_in_dim(f, k, k + length - 2, axis=axis)
+        def shifted(f, k):  # slot k of the stencils of cells -2 .. n + 1
+            return jax.lax.slice_in_dim(f, k, k + n + 4, axis=axis)
 
         pad = [(0, 0), (0, 0)]
         pad[axis] = (1, 1)
