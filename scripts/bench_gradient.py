@@ -88,7 +88,7 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", args.precision == "float64")
     try:
         scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,
-                                  limiter=args.limiter)
+                                  limiter=args.limiter, kernel=args.kernel)
     except ValueError as e:
         p.error(str(e))
     loss, bed = make_loss(args.n, args.steps, args.checkpoints, scheme, args.integrator)
@@ -102,7 +102,7 @@ def main(argv=None):
     record = dict(
         N=args.n, precision=args.precision, steps=args.steps, checkpoints=args.checkpoints,
         riemann=args.riemann, reconstruction=args.reconstruction, limiter=args.limiter,
-        integrator=args.integrator, forward_s=t_fwd,
+        kernel=args.kernel, integrator=args.integrator, forward_s=t_fwd,
         gradient_s=t_grad, gradient_over_forward=t_grad / t_fwd,
         dloss_dn=float(g_n), dloss_dbed_norm=float(jnp.linalg.norm(g_bed)),
         grad_temp_bytes=temp_bytes(gradient, n0, bed),

@@ -36,7 +36,7 @@ echo "measured triad: ${STREAM} GB/s (H200 device-to-device copy: about 4300 GB/
 step $PY scripts/bench.py --n 1024 2048 --precision float32 --repeat 3 --stream "$STREAM"
 if [ "$BACKEND" = tpu ]; then
   # The one-kernel Pallas stage against XLA's stage (ms per stage; TPU only).
-  step $PY scripts/prototype_pallas_stage.py --n 2048 --block-rows 8 32 --block-cols 0 512
+  step $PY scripts/bench_stage_kernels.py --n 1024 2048 4096 --block-rows 32 --block-cols 0
 fi
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --t-end 0.1 --stream "$STREAM"
 step $PY scripts/bench.py --n 8192 --precision float32 --repeat 2 --t-end 0.01 --stream "$STREAM"

@@ -123,8 +123,11 @@ def method_name(riemann, reconstruction, limiter, integrator, precision, cfl) ->
 def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
         reconstruction: str = "muscl", limiter: str = "koren", integrator: str = "ssprk2",
         repeat: int = 3, cfl=None, t_end: float = T_END, stream_gbs=None,
-        keep_state: bool = False):
+        keep_state: bool = False, kernel: str = "auto"):
     """Run the benchmark ``repeat`` times after one compiling call; yield one record per run.
+
+    ``kernel``: :class:`~swe.FiniteVolume`'s stage kernel; the record's ``kernel`` is the
+    one that ran (``"xla"`` or ``"pallas"``).
 
     With ``keep_state`` each record also carries ``h`` (the final depth, not JSON).
     """
@@ -132,6 +135,7 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
 
     from .errors import check_choice, check_positive_int
     from .model import FiniteVolume, fusion_hints
+    from .pallas import chosen
     from .simulate import default_cfl, simulate
 
     cfl = default_cfl(integrator) if cfl is None else cfl
@@ -140,8 +144,10 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
     precision = check_choice("precision", precision, ("float32", "float64"))
     if precision == "float64" and not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
-    scheme = FiniteVolume(riemann=riemann, reconstruction=reconstruction, limiter=limiter)
+    scheme = FiniteVolume(riemann=riemann, reconstruction=reconstruction, limiter=limiter,
+                          kernel=kernel)
     model, state0 = problem(n, scheme)
+    ran = "xla" if integrator in ("split", "strang") else chosen(model, model.padded_beds())
     dx = model.grid.dx
     kwargs = dict(save_at=[t_end], cfl=cfl, integrator=integrator, dtype=precision,
                   envelopes=False)
@@ -163,7 +169,7 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
             compile_s, precision=precision, threads=cpu_threads(),
             device=str(jax.devices()[0].device_kind), backend=jax.default_backend(),
             bytes_per_cell_update=bytes_per_cell_update(integrator, itemsize),
-            fusion_hints=fusion_hints())
+            fusion_hints=fusion_hints(), kernel=ran)
         out["achieved_GBs"] = out["bytes_per_cell_update"] * out["cell_updates_per_s"] / 1e9
         if stream_gbs:
             out["stream_GBs"] = float(stream_gbs)
@@ -200,6 +206,9 @@ def add_scheme_arguments(p) -> None:
     p.add_argument("--reconstruction", default=default.reconstruction,
                    help="first_order or muscl")
     p.add_argument("--limiter", default=default.limiter, help="koren, vanleer, mc, minmod or thinc-bvd")
+    p.add_argument("--kernel", default=default.kernel,
+                   help="auto (default: the Pallas stage on a TPU from 1536^2 cells), xla, "
+                        "pallas or pallas-interpret")
 
 
 def add_arguments(p) -> None:
@@ -226,6 +235,7 @@ def main_from_args(args) -> int:
     for n in args.n:
         for precision in precisions:
             for record in run(n, precision, args.riemann, args.reconstruction, args.limiter,
-                              args.integrator, args.repeat, args.cfl, args.t_end, args.stream):
+                              args.integrator, args.repeat, args.cfl, args.t_end, args.stream,
+                              kernel=args.kernel):
                 print(json.dumps(record), flush=True)
     return 0

@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--riemann", default=None, help="rusanov, hll, hllc or roe")
     r.add_argument("--reconstruction", default=None, help="first_order or muscl")
     r.add_argument("--limiter", default=None, help="koren (default), vanleer, mc, minmod or thinc-bvd")
+    r.add_argument("--kernel", default=None,
+                   help="auto (default: one Pallas kernel per stage on a TPU from 1536^2 "
+                        "cells), xla, pallas or pallas-interpret")
     r.add_argument("--integrator", default=None,
                    help="ssprk2 (default), ssprk3, euler, split (split MUSCL-Hancock) or "
                         "strang (Strang-split MUSCL-Hancock)")
@@ -176,10 +179,11 @@ def cmd_run(args) -> int:
     scenario = build(name, params)
     model = scenario.model
     scheme = model.scheme
-    if args.riemann or args.reconstruction or args.limiter:
+    if args.riemann or args.reconstruction or args.limiter or args.kernel:
         scheme = FiniteVolume(riemann=args.riemann or scheme.riemann,
                               reconstruction=args.reconstruction or scheme.reconstruction,
-                              limiter=args.limiter or scheme.limiter)
+                              limiter=args.limiter or scheme.limiter,
+                              kernel=args.kernel or scheme.kernel)
         model = dataclasses.replace(model, scheme=scheme)
     options = _run_options(scenario.run_options, args)
     output = Path(args.output or f"{Path(name).stem}.nc")
@@ -323,11 +327,12 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                         "written as netCDF (give a name ending in .nc)")
     scenarios = [build(name, {**params, key: v}) for v in values]
     models = [sc.model for sc in scenarios]
-    if args.riemann or args.reconstruction or args.limiter:
+    if args.riemann or args.reconstruction or args.limiter or args.kernel:
         s0 = models[0].scheme
         scheme = FiniteVolume(riemann=args.riemann or s0.riemann,
                               reconstruction=args.reconstruction or s0.reconstruction,
-                              limiter=args.limiter or s0.limiter)
+                              limiter=args.limiter or s0.limiter,
+                              kernel=args.kernel or s0.kernel)
         models = [dataclasses.replace(m, scheme=scheme) for m in models]
     first = scenarios[0]
     times = output_times(first.save_at, 0.0, first.t_end)

@@ -151,27 +151,6 @@ def test_split_hancock_beats_the_default_scheme_at_half_the_steps():
         assert l1_split < 0.7 * l1_default, (l1_split, l1_default)
 
 
-def test_pallas_stage_prototype_equals_the_euler_stage():
-    """The one-kernel Pallas stage of ``scripts/prototype_pallas_stage.py``, run in
-    interpret mode on the CPU (float64), gives ``ShallowWater.euler_step`` to round-off on
-    the benchmark dam break (plain, and with waves across two column blocks) and on a
-    wet/dry bump (Koren, MC, first order; walls and an outflow; the draining-time limiter
-    active on a thin film), with full-width rows and with column blocks; and both lower for
-    a TPU (Pallas to Mosaic, through ``jax.export``)."""
-    import prototype_pallas_stage as proto
-
-    assert proto.check(blocks=((8, None), (8, 128))) == 0
-    model, state = bench.problem(64)
-    beds = model.padded_beds()
-    state32 = jax.tree.map(lambda a: a.astype(jnp.float32), state)
-    beds32 = jax.tree.map(lambda a: a.astype(jnp.float32), beds)
-    for cols in (None, 128):
-        stage = jax.jit(lambda s: proto.pallas_euler_step(
-            model, 0.0, s, jnp.float32(1e-3), beds32, block_rows=16, block_cols=cols))
-        lowered = jax.export.export(stage, platforms=["tpu"])(state32).mlir_module()
-        assert "tpu_custom_call" in lowered
-
-
 def test_thinc_bvd_is_more_accurate_on_the_benchmark():
     """``limiter="thinc-bvd"`` against the default (Koren) on the benchmark dam break,
     against the radial reference. Measured: L1 2.98e-3 against 3.37e-3 at N = 128 (at 256:

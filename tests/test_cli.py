@@ -210,3 +210,27 @@ def test_second_process_takes_the_solver_from_the_persistent_cache(tmp_path):
     assert any(f.name.startswith("jit__solve") for f in (tmp_path / "cache").iterdir())
     # ...and a second process takes it from there.
     assert cache_hits() >= 1
+
+
+def test_run_with_the_pallas_kernel_and_its_refusals(tmp_path):
+    """``--kernel pallas-interpret`` runs the default scenario's stages through the Pallas
+    kernel (interpret mode) and writes what XLA's stages give, with the kernel it took in
+    the file's attributes; ``--kernel pallas`` on a CPU and an unknown kernel exit 2 with
+    one line."""
+    out, ref = tmp_path / "pallas.nc", tmp_path / "xla.nc"
+    sets = ("--set", "n=24", "--set", "t_end=2.0")
+    for path, kernel in ((out, "pallas-interpret"), (ref, "xla")):
+        p = swe_cmd("run", "radial_dam_break", *sets, "--kernel", kernel, "--quiet",
+                    "-o", str(path))
+        assert p.returncode == 0, p.stderr
+    ds, want = xr.open_dataset(out), xr.open_dataset(ref)
+    assert ds.attrs["stage_kernel"] == "pallas-interpret" and want.attrs["stage_kernel"] == "xla"
+    assert ds.sizes["time"] > 1
+    np.testing.assert_allclose(ds["h"].values, want["h"].values, rtol=0, atol=1e-12)
+    for kernel, message in (("pallas", "kernel='pallas' needs a TPU"),
+                            ("cuda", "kernel='cuda' is not supported")):
+        p = swe_cmd("run", "radial_dam_break", *sets, "--kernel", kernel, "-o",
+                    str(tmp_path / "bad.nc"))
+        assert p.returncode == 2 and message in p.stderr, p.stderr
+        assert len(p.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "bad.nc").exists()

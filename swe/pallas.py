@@ -1,0 +1,353 @@
+"""The forward-Euler stage as one Pallas kernel for TPUs.
+
+XLA's program for a stage of the unsplit scheme keeps some twenty grid-sized intermediates
+in device memory (interface states, fluxes, draining factors) and was measured at 16.6%
+(N = 1024) and 6.1% (N = 2048) of a TPU v5e's memory bandwidth. :func:`euler_step` computes
+the same stage in one kernel: each block of rows (with 8 halo rows each side) is read once,
+every interface of both directions is computed in the chip's on-chip memory with the
+package's own per-interface functions (:func:`swe.reconstruction.muscl_cell`,
+``_interface``; neighbours are rolls), and the block's new state is written once. On a
+TPU v5e (12-06, float32, benchmark dam break) it takes 1.82 ms a stage at N = 2048 against
+XLA's 3.60, and 9.45 ms at 4096 against 22.3; at 1024 XLA is quicker (0.37 against 0.41
+ms), since its intermediates then stay on the chip as well.
+
+It gives :meth:`ShallowWater.euler_step` to round-off (the same functions in the same
+order): MUSCL with any slope or face limiter, or first order; any Riemann solver;
+hydrostatic reconstruction; the draining-time positivity limiter; friction (any law, scalar
+or field coefficients); Coriolis, wind and mass sources (their pointwise rates are computed
+by XLA and read by the kernel); every boundary condition (walls, outflows, periodic sides,
+stages, and inflows, whose face mass fluxes the kernel reads as one more field per
+direction that has them). Not covered, and left to XLA: THINC-BVD (five-cell stencils),
+the split scheme's MUSCL-Hancock sweeps, 1-D models (one swept direction) and device
+meshes. Gradients differentiate XLA's
+stage (a custom VJP), so reverse mode gives exactly the XLA path's gradient.
+
+:class:`swe.FiniteVolume`'s ``kernel`` chooses: ``"auto"`` (the default) takes this kernel
+on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers, and XLA
+otherwise; ``"xla"`` never takes it; ``"pallas"`` always does, and refuses (ValueError) a
+model it does not cover or a backend that is not a TPU; ``"pallas-interpret"`` runs the
+kernel in Pallas's interpret mode on any backend (slow; for tests).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+HALO = 8          # rows above and below each block: one sublane tile (the stencil needs 4)
+LEFT = 4          # columns before the first interior one with full-width rows
+LANE_HALO = 128   # the same with column blocks: their windows start on a lane tile
+# Rows per block: 32 was the quickest at N = 2048 (of 8 and 32) and 4096 (of 8 to 64; 128
+# ran out of on-chip memory); at 1024 128 rows were 10% quicker, but there "auto" takes XLA.
+BLOCK_ROWS = 32
+BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
+MAX_FULL_WIDTH = 4224  # 32 full-width rows of 4096 cells fit the on-chip memory; 128 did not
+VMEM_MB = 100
+
+KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
+# "auto" takes the kernel on a TPU from this many cells up: XLA's stage was quicker at
+# N = 1024 (0.37 against 0.41 ms), the kernel 2x quicker at N = 2048 (TPU v5e, 12-06).
+AUTO_MIN_CELLS = 1536 * 1536
+
+
+def unsupported(model, beds) -> str | None:
+    """Why :func:`euler_step` cannot run ``model``'s stage, or None if it can."""
+    from .reconstruction import BVD
+
+    if model.decomposition is not None:
+        return "a model on a device mesh (swe.parallel)"
+    if set(beds) != {0, 1}:
+        return "a model with one swept direction (a 1-D channel)"
+    if isinstance(model.scheme.limiter_fn, BVD):
+        return f"limiter={model.scheme.limiter!r} (five-cell stencils)"
+    return None
+
+
+def chosen(model, beds, *, predictor=False) -> str:
+    """``"xla"``, ``"pallas"`` or ``"pallas-interpret"``: the stage ``model.scheme.kernel``
+    selects for this model on this backend; ValueError where ``"pallas"`` cannot run."""
+    kernel = model.scheme.kernel.lower()
+    if kernel == "xla" or predictor:
+        return "xla"
+    backend = jax.default_backend()
+    if kernel == "auto":
+        if backend != "tpu" or model.grid.nx * model.grid.ny < AUTO_MIN_CELLS:
+            return "xla"
+        return "pallas" if unsupported(model, beds) is None else "xla"
+    why = unsupported(model, beds)
+    if why is not None:
+        raise ValueError(f"kernel={model.scheme.kernel!r} cannot run {why}; use "
+                         "kernel='auto' or 'xla'")
+    if kernel == "pallas" and backend != "tpu":
+        raise ValueError(f"kernel='pallas' needs a TPU (the backend is {backend!r}); use "
+                         "'auto' or 'xla', or 'pallas-interpret' to run the kernel slowly "
+                         "in interpret mode")
+    return kernel
+
+
+def layout(nx, ny, block_rows, block_cols):
+    """``(rows, width, left)`` of the padded fields: interior cell ``(i, j)`` at
+    ``(HALO + i, left + j)``; ``rows`` covers ``ny`` rounded up to ``block_rows`` and a halo
+    each side; full-width rows (``block_cols`` None) have ``left = 4`` and a width that is a
+    multiple of 128 with at least 4 columns after the last interior one; column blocks have
+    128 halo columns each side."""
+    rows = 2 * HALO + -(-ny // block_rows) * block_rows
+    if block_cols is None:
+        return rows, -(-(nx + 2 * LEFT) // 128) * 128, LEFT
+    return rows, 2 * LANE_HALO + -(-nx // block_cols) * block_cols, LANE_HALO
+
+
+def padded_fields(model, t, state, beds, block_rows, block_cols):
+    """``(h, hu, hv, bed)`` in :func:`layout` with the model's ghost cells (two layers, or
+    one first order): those along x in the rows of the interior, those along y in its
+    columns. Beyond the ghost cells the fields repeat their edge values (finite, unused)."""
+    from .boundaries import ghost_cells
+
+    ny, nx = state.h.shape
+    ng = model.scheme.ghost_cells
+    kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
+    lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1, **kw)
+    along_x = [jnp.concatenate([a, f, b], axis=1)
+               for a, f, b in zip(lo, (state.h, state.hu, state.hv), hi)]
+    lo, hi = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries, axis=0, **kw)
+    h_y, hv_y, hu_y = (jnp.concatenate([a, f, b], axis=0)
+                       for a, f, b in zip(lo, (state.h, state.hv, state.hu), hi))
+    bed = jnp.zeros((ny + 2 * ng, nx + 2 * ng), state.h.dtype)
+    bed = bed.at[ng:ng + ny, :].set(beds[1]).at[:, ng:ng + nx].set(beds[0])
+    rows, width, left = layout(nx, ny, block_rows, block_cols)
+    pad = ((HALO - ng, rows - ny - HALO - ng), (left - ng, width - nx - left - ng))
+    out = []
+    for x_version, y_version in zip(along_x, (h_y, hu_y, hv_y)):
+        full = jnp.zeros_like(bed).at[ng:ng + ny, :].set(x_version)
+        out.append(jnp.pad(full.at[:, ng:ng + nx].set(y_version), pad, mode="edge"))
+    return (*out, jnp.pad(bed, pad, mode="edge"))
+
+
+def _prescribed_faces(model, t, shape, layout_, dtype):
+    """Per axis whose boundaries prescribe a face mass flux (inflows): ``{axis: (sides,
+    values)}``, ``sides`` which of (low, high) do, ``values`` a field in :func:`layout`
+    holding each prescribed flux at the cell that stores its face in the kernel (the
+    interface ``j + 1/2`` lives at cell ``j``: column -1 and nx - 1 along x, row -1 and
+    ny - 1 along y), zeros elsewhere."""
+    ny, nx = shape
+    rows, width, left = layout_
+    out = {}
+    for axis in (0, 1):
+        sides, values = [], jnp.zeros((rows, width), dtype)
+        for bc, side in zip(model.boundaries.pair(axis), (-1, 1)):
+            value = bc.face_mass_flux(t, side, axis)
+            sides.append(value is not None)
+            if value is None:
+                continue
+            edge = jnp.broadcast_to(jnp.squeeze(jnp.asarray(value, dtype)),
+                                    (nx,) if axis == 0 else (ny,))
+            if axis == 1:
+                col = left - 1 if side < 0 else left + nx - 1
+                values = values.at[HALO:HALO + ny, col].set(edge)
+            else:
+                row = HALO - 1 if side < 0 else HALO + ny - 1
+                values = values.at[row, left:left + nx].set(edge)
+        if any(sides):
+            out[axis] = (tuple(sides), values)
+    return out
+
+
+def _pad_pointwise(field, rows, width, left):
+    """A pointwise field (no ghost cells needed) in :func:`layout`."""
+    ny, nx = field.shape
+    return jnp.pad(field, ((HALO, rows - ny - HALO), (left, width - nx - left)), mode="edge")
+
+
+def _kernel(*refs, ny, nx, block_rows, block_cols, limiter, riemann, roll, forcing,
+            friction_def, friction_kinds, prescribed):
+    """One block. ``refs``: the SMEM scalars (dt, g, h_dry, 1/dx, 1/dy, then the friction
+    law's scalar coefficients), the windows of h, hu, hv and bed, of the forcing rates
+    present (``forcing``: which of dh, dhu, dhv), of the prescribed face fluxes
+    (``prescribed``: per axis that has them, which of its sides; see
+    :func:`_prescribed_faces`) and of the friction law's field coefficients
+    (``friction_kinds``: "scalar" or "field" per leaf), then the outputs."""
+    from .model import ShallowWater, _centred_bed_slope, _interface
+    from .reconstruction import muscl_cell
+    from .state import desingularised_velocity
+
+    n_rates = sum(forcing)
+    s_ref, h_ref, hu_ref, hv_ref, b_ref = refs[:5]
+    rate_refs = refs[5:5 + n_rates]
+    face_refs = dict(zip(prescribed, refs[5 + n_rates:5 + n_rates + len(prescribed)]))
+    coefficient_refs = refs[5 + n_rates + len(prescribed):-3]
+    oh_ref, ohu_ref, ohv_ref = refs[-3:]
+    dt, g, h_dry, inv_dx, inv_dy = (s_ref[0, k] for k in range(5))
+    h, hu, hv, b = h_ref[...], hu_ref[...], hv_ref[...], b_ref[...]
+    shape = h.shape
+
+    def at(a, k, axis):
+        """``a`` at the cell ``k`` further along ``axis`` (rolled; edges wrap)."""
+        return roll(a, (-k) % shape[axis], axis)
+
+    row = (jax.lax.broadcasted_iota(jnp.int32, shape, 0) + pl.program_id(0) * block_rows
+           - HALO)
+    col = jax.lax.broadcasted_iota(jnp.int32, shape, 1) - (
+        LEFT if block_cols is None else LANE_HALO)
+    if block_cols is not None:
+        col = col + pl.program_id(1) * block_cols
+    interior = (row >= 0) & (row < ny) & (col >= 0) & (col < nx)
+    u = desingularised_velocity(h, hu, h_dry)
+    v = desingularised_velocity(h, hv, h_dry)
+    fluxes = {}
+    outflow = jnp.zeros_like(h)
+    for axis, un, ut, inv in ((1, u, v, inv_dx), (0, v, u, inv_dy)):
+        if limiter is None:
+            right = left = (h, un, ut, b)
+            slope = 0.0
+        else:
+            stencil = [x for q in (h, un, ut, b) for x in (at(q, -1, axis), q, at(q, 1, axis))]
+            faces = muscl_cell(*stencil, g, h_dry, limiter=limiter)
+            right, left = faces[:4], faces[4:]
+            slope = _centred_bed_slope(faces, g)
+        # Interface j + 1/2, stored at cell j: its right face against cell j + 1's left face.
+        f_h, f_n, f_t, corr_l, corr_r = _interface(
+            *right, *(at(x, 1, axis) for x in left), g, riemann)
+        if axis in prescribed:  # inflows: the boundary faces' mass fluxes are given
+            along, across, n_along, n_across = (col, row, nx, ny) if axis == 1 else (
+                row, col, ny, nx)
+            low, high = prescribed[axis]
+            faces = ((along == -1) & low) | ((along == n_along - 1) & high)
+            faces = faces & (across >= 0) & (across < n_across)
+            f_h = jnp.where(faces, face_refs[axis][...], f_h)
+        f_h, f_n, f_t = f_h * inv, f_n * inv, f_t * inv
+        fluxes[axis] = (f_h, f_n, f_t, (at(corr_r, -1, axis) - corr_l - slope) * inv)
+        outflow = outflow + jnp.maximum(f_h, 0.0) - jnp.minimum(at(f_h, -1, axis), 0.0)
+    outflow = dt * outflow
+    # Ghost cells are reservoirs of the boundary condition: never limited.
+    drains = interior & (outflow > h)
+    theta = jnp.where(drains, h / jnp.where(drains, outflow, 1.0), 1.0)
+    dh = jnp.zeros_like(h)
+    dhu = jnp.zeros_like(h)
+    dhv = jnp.zeros_like(h)
+    for axis, (f_h, f_n, f_t, source) in fluxes.items():
+        scale = jnp.where(f_h >= 0.0, theta, at(theta, 1, axis))
+
+        def minus_div(f):
+            f = f * scale
+            return at(f, -1, axis) - f
+
+        dh = dh + minus_div(f_h)
+        d_n, d_t = minus_div(f_n) + source, minus_div(f_t)
+        dhu, dhv = (dhu + d_n, dhv + d_t) if axis == 1 else (dhu + d_t, dhv + d_n)
+    rates = iter(r[...] for r in rate_refs)
+    dh, dhu, dhv = (d + next(rates) if present else d
+                    for d, present in zip((dh, dhu, dhv), forcing))
+    friction = None
+    if friction_def is not None:
+        scalars = iter(range(5, 5 + friction_kinds.count("scalar")))
+        fields = iter(coefficient_refs)
+        friction = jax.tree.unflatten(friction_def, [
+            s_ref[0, next(scalars)] if kind == "scalar" else next(fields)[...]
+            for kind in friction_kinds])
+    new = ShallowWater._update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry)
+    cols = slice(None) if block_cols is None else slice(LANE_HALO, LANE_HALO + block_cols)
+    for ref, x in zip((oh_ref, ohu_ref, ohv_ref), new):
+        ref[...] = x[HALO:HALO + block_rows, cols]
+
+
+def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_cols):
+    """The kernel's stage (no gradient rule; see :func:`euler_step`)."""
+    from .state import State
+
+    ny, nx = state.h.shape
+    dtype = state.h.dtype
+    rows, width, left = layout(nx, ny, block_rows, block_cols)
+    fields = list(padded_fields(model, t, state, beds, block_rows, block_cols))
+    rates = model.forcing(t, state) if sources else (None, None, None)
+    forcing = tuple(r is not None for r in rates)
+    fields += [_pad_pointwise(jnp.broadcast_to(r, (ny, nx)).astype(dtype), rows, width, left)
+               for r in rates if r is not None]
+    faces = _prescribed_faces(model, t, (ny, nx), (rows, width, left), dtype)
+    fields += [values for _, values in faces.values()]
+    scalars = [dt, model.g, model.h_dry, 1.0 / model.grid.dx, 1.0 / model.grid.dy]
+    friction_def, friction_kinds = None, ()
+    if sources and model.friction is not None:
+        leaves, friction_def = jax.tree.flatten(model.friction)
+        friction_kinds = tuple("scalar" if jnp.ndim(x) == 0 else "field" for x in leaves)
+        scalars += [x for x in leaves if jnp.ndim(x) == 0]
+        fields += [_pad_pointwise(jnp.asarray(x, dtype), rows, width, left)
+                   for x in leaves if jnp.ndim(x) != 0]
+    # One row: vmapped, the scalars gain a leading axis and the block (one row, all of
+    # them) still spans the last two dimensions, as Mosaic requires.
+    scalars = jnp.stack([jnp.asarray(x, dtype) for x in scalars])[None, :]
+    # np.int32: a Python int would become an int64 operand where x64 is on, which Mosaic's
+    # rotate rejects.
+    roll = ((lambda a, k, axis: jnp.roll(a, k, axis)) if interpret
+            else (lambda a, k, axis: pltpu.roll(a, np.int32(k), axis)))
+    kernel = functools.partial(
+        _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols,
+        limiter=model.scheme.limiter_fn, riemann=model.scheme.riemann_fn, roll=roll,
+        forcing=forcing, friction_def=friction_def, friction_kinds=friction_kinds,
+        prescribed={axis: sides for axis, (sides, _) in faces.items()})
+    if block_cols is None:
+        n_cols, out_width = 1, width
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * HALO), pl.Element(width)),
+                              lambda i, j: (i * block_rows, 0))
+        out_block = pl.BlockSpec((block_rows, width), lambda i, j: (i, 0))
+        crop = slice(left, left + nx)
+    else:
+        out_width = width - 2 * LANE_HALO
+        n_cols = out_width // block_cols
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * HALO),
+                               pl.Element(block_cols + 2 * LANE_HALO)),
+                              lambda i, j: (i * block_rows, j * block_cols))
+        out_block = pl.BlockSpec((block_rows, block_cols), lambda i, j: (i, j))
+        crop = slice(0, nx)
+    out_shape = jax.ShapeDtypeStruct((rows - 2 * HALO, out_width), dtype)
+    extra = {} if interpret else dict(
+        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=VMEM_MB * 2**20))
+    h, hu, hv = pl.pallas_call(
+        kernel, grid=((rows - 2 * HALO) // block_rows, n_cols),
+        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)] + [window] * len(fields),
+        out_specs=[out_block] * 3, out_shape=[out_shape] * 3, interpret=interpret,
+        **extra)(scalars, *fields)
+    return State(h=h[:ny, crop], hu=hu[:ny, crop], hv=hv[:ny, crop])
+
+
+def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
+               block_rows=BLOCK_ROWS, block_cols=None):
+    """:meth:`swe.ShallowWater.euler_step` (without its ``predictor``) as one Pallas kernel;
+    for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8),
+    full width or, for ``block_cols`` (a multiple of 128; by default for grids wider than
+    ``MAX_FULL_WIDTH``), that many columns with 128 halo columns each side. Reverse-mode
+    derivatives are those of XLA's stage (``model.euler_step`` with ``kernel="xla"``)."""
+    why = unsupported(model, beds)
+    if why is not None:
+        raise ValueError(f"the Pallas stage cannot run {why}")
+    if block_rows % 8 or block_rows < 8:
+        raise ValueError(f"block_rows={block_rows} is invalid; expected a multiple of 8")
+    if block_cols is None and layout(*state.h.shape[::-1], block_rows, None)[1] > MAX_FULL_WIDTH:
+        block_cols = BLOCK_COLS
+    if block_cols is not None and (block_cols % 128 or block_cols < 128):
+        raise ValueError(f"block_cols={block_cols} is invalid; expected a multiple of 128")
+    t, dt = jnp.asarray(t), jnp.asarray(dt)
+    dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
+
+    @jax.custom_vjp
+    def stage(dynamic):
+        m, t_, s, dt_, b = eqx.combine(dynamic, static)
+        return _forward(m, t_, s, dt_, b, sources, interpret, block_rows, block_cols)
+
+    def xla_stage(dynamic):
+        m, t_, s, dt_, b = eqx.combine(dynamic, static)
+        return m.xla_euler_step(t_, s, dt_, b, sources=sources)
+
+    def forward(dynamic):
+        return stage(dynamic), dynamic
+
+    def backward(dynamic, cotangent):
+        return jax.vjp(xla_stage, dynamic)[1](cotangent)
+
+    stage.defvjp(forward, backward)
+    return stage(dynamic)

@@ -1,0 +1,219 @@
+"""The Pallas stage (swe.pallas): in interpret mode on the CPU it gives XLA's stage to
+round-off for every model it covers, whole runs and gradients agree, the kernel choice is
+validated, and the kernel lowers for a TPU. Its speed is measured by
+scripts/bench_stage_kernels.py on a TPU, not here."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import swe
+from swe import bench, pallas
+
+
+def _max_diff(a, b):
+    return max(float(jnp.max(jnp.abs(x - y))) for x, y in zip(jax.tree.leaves(a),
+                                                              jax.tree.leaves(b)))
+
+
+def _bump(**kwargs):
+    """A wet/dry bump on a 20 x 16 grid with flow against walls and an outflow."""
+    grid = swe.Grid(nx=20, ny=16, x=(0.0, 2.0), y=(0.0, 1.6))
+    x, y = grid.cell_centers()
+    bed = 0.4 * jnp.exp(-((x - 1.0) ** 2 + (y - 0.8) ** 2) / 0.1)
+    h = jnp.maximum(0.3 + 0.1 * (x < 0.5) - bed, 0.0)
+    kwargs.setdefault("boundaries", swe.Boundaries(east=swe.Outflow()))
+    model = swe.ShallowWater(grid, bed=bed, g=9.81, **kwargs)
+    return model, swe.State(h=h, hu=0.2 * h, hv=-0.1 * h * (y > 0.8))
+
+
+def _cases():
+    """``(name, model, state, dt)``."""
+    model, state = bench.problem(24)
+    yield "benchmark dam break, N = 24", model, state, 0.02
+    model, state = bench.problem(136)  # two column blocks of 128: data across the seam
+    x, y = model.grid.cell_centers()
+    h = state.h + 0.1 * jnp.sin(3.0 * x + 1.0) * jnp.cos(2.0 * y)
+    yield "waves on the dam break, N = 136", model, swe.State(
+        h=h, hu=0.1 * jnp.sin(2.0 * y) * h, hv=0.1 * jnp.cos(x) * h), 0.005
+    for limiter in ("koren", "mc", None):
+        scheme = (swe.FiniteVolume(reconstruction="first_order") if limiter is None
+                  else swe.FiniteVolume(limiter=limiter))
+        yield f"wet/dry bump, {limiter or 'first order'}", *_bump(scheme=scheme), 0.01
+    for riemann in ("hll", "roe"):
+        yield f"wet/dry bump, {riemann}", *_bump(scheme=swe.FiniteVolume(riemann=riemann)), 0.01
+    grid = swe.Grid(nx=20, ny=16, x=(0.0, 2.0), y=(0.0, 1.6))
+    x, y = grid.cell_centers()
+    yield "every source: Manning field, beta plane, wind, rain, a point source", *_bump(
+        friction=swe.Manning(0.03 + 0.01 * x), coriolis=swe.BetaPlane(1e-2, 1e-3),
+        wind=swe.WindStress(0.1, -0.05),
+        sources=(swe.Rain(1e-3), swe.PointSource(x=1.5, y=0.4, discharge=0.02))), 0.01
+    yield "Chezy friction, periodic x, a stage on the north side", *_bump(
+        friction=swe.Chezy(40.0), boundaries=swe.Boundaries(
+            west=swe.Periodic(), east=swe.Periodic(), north=swe.Stage(0.35))), 0.01
+    yield "inflows: a profile on the west side, a hydrograph on the south", *_bump(
+        boundaries=swe.Boundaries(west=swe.Inflow(0.05 + 0.02 * jnp.sin(jnp.arange(16.0))),
+                                  south=swe.Inflow(lambda t: 0.03 + 0.1 * t),
+                                  east=swe.Outflow())), 0.01
+    yield "an inflow on the east side, its mass flux into the domain", *_bump(
+        boundaries=swe.Boundaries(east=swe.Inflow(0.08), north=swe.Outflow())), 0.01
+    # A thin, fast film: the draining-time limiter scales the outgoing fluxes.
+    film = 0.01 + 0.3 * (x < 0.3)
+    model = swe.ShallowWater(grid, g=9.81, friction=swe.LinearDrag(1e-3),
+                             boundaries=swe.Boundaries(east=swe.Outflow()))
+    yield "draining film with linear drag", model, swe.State(
+        h=film, hu=jnp.full_like(film, 0.2), hv=0.1 * jnp.sin(3.0 * y)), 0.02
+
+
+@pytest.mark.parametrize("case", list(_cases()), ids=lambda c: c[0])
+def test_pallas_stage_equals_the_xla_stage(case):
+    """Full-width rows (blocks of 8 and 16 rows) and column blocks of 128, float64,
+    interpret mode: every field to round-off (measured: 0 to 6e-17 of values ~1)."""
+    _, model, state, dt = case
+    beds = model.padded_beds()
+    want = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds))(state)
+    assert bool(jnp.all(want.h >= 0.0))
+    scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
+    for rows, cols in ((8, None), (16, None), (8, 128)):
+        got = jax.jit(lambda s: pallas.euler_step(
+            model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols, interpret=True))(state)
+        assert _max_diff(got, want) <= 1e-14 * scale, (rows, cols)
+
+
+def test_stage_vjp_is_the_xla_stage_vjp():
+    """Reverse mode through the kernel's stage differentiates XLA's stage: the two VJPs
+    (state, beds, friction coefficient) are identical."""
+    model, state = _bump(friction=swe.Manning(0.03),
+                         scheme=swe.FiniteVolume(kernel="pallas-interpret"))
+    beds = model.padded_beds()
+    cotangent = jax.tree.map(lambda a: jnp.cos(a + 1.0), state)
+
+    def vjp(stage):
+        return jax.vjp(lambda m, s, b: getattr(m, stage)(0.0, s, 0.01, b),
+                       model, state, beds)[1](cotangent)
+
+    got, want = vjp("euler_step"), vjp("xla_euler_step")
+    assert float(jnp.max(jnp.abs(want[1].h))) > 0.1
+    assert float(jnp.max(jnp.abs(want[0].friction.n))) > 1e-3
+    assert _max_diff(got, want) == 0.0
+
+
+def test_whole_runs_and_gradients_agree_with_the_xla_stage():
+    """A whole SSP-RK2 run with Manning friction over a bump (CFL steps, 23 of them) and
+    the gradient of a loss after it with respect to n and the bed: the kernel's run equals
+    XLA's to round-off, and so does the gradient with respect to n. The gradient with
+    respect to the bed is only as well defined as the scheme is smooth: the limiter and the
+    Riemann solver have kinks, and which side of a kink a value falls on changes with its
+    last bits. Measured: XLA's own bed gradient moves by 7.5e-3 (of 0.75) when the bed is
+    perturbed by 1e-15, the kernel's differs from XLA's by 2.6e-4; the test asks for no more
+    than XLA's own round-off sensitivity."""
+    grid = swe.Grid(nx=20, ny=16, x=(0.0, 2.0), y=(0.0, 1.6))
+    x, y = grid.cell_centers()
+    bump = 0.2 * jnp.exp(-((x - 1.0) ** 2 + (y - 0.8) ** 2) / 0.1)
+
+    def run(n, bed, kernel):
+        h = 0.3 + 0.1 * jnp.exp(-((x - 0.5) ** 2 + (y - 0.6) ** 2) / 0.05) - bed
+        model = swe.ShallowWater(grid, bed=bed, friction=swe.Manning(n),
+                                 boundaries=swe.Boundaries(east=swe.Outflow()),
+                                 scheme=swe.FiniteVolume(kernel=kernel))
+        state = swe.State(h=h, hu=0.2 * h, hv=0.05 * h * (1.5 + jnp.sin(3.0 * x)))
+        return swe.simulate(model, state, 0.5, envelopes=False)
+
+    def loss(n, bed, kernel):
+        final = run(n, bed, kernel).final
+        return jnp.sum(final.h**2) + jnp.sum(final.hu**2)
+
+    xla, kernel = (run(0.03, bump, k) for k in ("xla", "pallas-interpret"))
+    assert int(xla.num_steps) == int(kernel.num_steps) > 20
+    assert _max_diff(xla.final, kernel.final) < 1e-13
+    grad = jax.grad(loss, argnums=(0, 1))
+    g_xla, g_kernel = grad(0.03, bump, "xla"), grad(0.03, bump, "pallas-interpret")
+    g_nudged = grad(0.03, bump + 1e-15 * jnp.sin(7.0 * x), "xla")
+    assert abs(float(g_xla[0])) > 0.1
+    np.testing.assert_allclose(g_kernel[0], g_xla[0], rtol=1e-10)
+    sensitivity = float(jnp.max(jnp.abs(g_nudged[1] - g_xla[1])))
+    assert float(jnp.max(jnp.abs(g_kernel[1] - g_xla[1]))) <= sensitivity < 0.05
+
+
+def test_the_kernel_choice():
+    """``kernel`` is validated; "auto" and "xla" stay with XLA on a CPU; "pallas" refuses a
+    CPU backend and a model it does not cover, naming why."""
+    with pytest.raises(ValueError, match=r"kernel='cuda' is not supported.*'auto'"):
+        swe.FiniteVolume(kernel="cuda")
+    model, state = bench.problem(16)
+    beds = model.padded_beds()
+    assert jax.default_backend() == "cpu"
+    assert pallas.chosen(model, beds) == "xla"
+    for kernel, want in (("xla", "xla"), ("auto", "xla"),
+                         ("pallas-interpret", "pallas-interpret")):
+        m = swe.ShallowWater(model.grid, scheme=swe.FiniteVolume(kernel=kernel))
+        assert pallas.chosen(m, beds) == want
+        assert pallas.chosen(m, beds, predictor=True) == "xla"  # MUSCL-Hancock sweeps
+        jaxpr = str(jax.make_jaxpr(lambda s: m.euler_step(0.0, s, 0.01, beds))(state))
+        assert ("pallas_call" in jaxpr) == (want != "xla")
+    m = swe.ShallowWater(model.grid, scheme=swe.FiniteVolume(kernel="pallas"))
+    with pytest.raises(ValueError, match=r"kernel='pallas' needs a TPU \(the backend is 'cpu'\)"):
+        m.euler_step(0.0, state, 0.01, beds)
+    refused = [
+        (swe.FiniteVolume(kernel="pallas-interpret", limiter="thinc-bvd"), {}, "thinc-bvd"),
+    ]
+    for scheme, kwargs, why in refused:
+        m = swe.ShallowWater(model.grid, scheme=scheme, **kwargs)
+        with pytest.raises(ValueError, match=f"kernel='pallas-interpret' cannot run .*{why}"):
+            m.euler_step(0.0, state, 0.01, m.padded_beds())
+    channel = swe.ShallowWater(swe.Grid(nx=16, ny=1, x=(0.0, 1.0), y=(0.0, 0.1)),
+                               scheme=swe.FiniteVolume(kernel="pallas-interpret"))
+    with pytest.raises(ValueError, match="one swept direction"):
+        channel.euler_step(0.0, swe.State(h=jnp.ones((1, 16)), hu=jnp.zeros((1, 16)),
+                                          hv=jnp.zeros((1, 16))), 0.01, channel.padded_beds())
+    with pytest.raises(ValueError, match="block_rows=12 is invalid"):
+        pallas.euler_step(model, 0.0, state, 0.01, beds, block_rows=12, interpret=True)
+
+
+def test_the_kernel_lowers_for_a_tpu():
+    """Pallas to Mosaic for a TPU (``jax.export``, no chip needed), float32, full-width rows
+    and column blocks, with and without friction, forcing and inflows."""
+    model, state = bench.problem(64)
+    busy_model = swe.ShallowWater(
+        model.grid, bed=model.bed, friction=swe.Manning(jnp.full((64, 64), 0.03)),
+        coriolis=swe.BetaPlane(1e-4), sources=(swe.Rain(1e-5),),
+        boundaries=swe.Boundaries(west=swe.Inflow(0.1), north=swe.Inflow(lambda t: 0.1 * t)))
+    state32 = jax.tree.map(lambda a: a.astype(jnp.float32), state)
+    for m, cols in ((model, None), (model, 128), (busy_model, None), (busy_model, 128)):
+        beds32 = jax.tree.map(lambda a: a.astype(jnp.float32), m.padded_beds())
+        stage = jax.jit(lambda s: pallas.euler_step(
+            m, 0.0, s, jnp.float32(1e-3), beds32, block_cols=cols))
+        lowered = jax.export.export(stage, platforms=["tpu"])(state32).mlir_module()
+        assert "tpu_custom_call" in lowered
+
+
+def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
+    """Ensembles: the stage vmapped over Manning's n (a batched SMEM scalar) and over the
+    state equals XLA's stage vmapped the same way (interpret mode), and lowers for a TPU
+    (the scalars are one row so that a batched block still spans the array's last two
+    dimensions, as Mosaic requires)."""
+    model, state = _bump(friction=swe.Manning(0.03))
+    beds = model.padded_beds()
+    ns = jnp.array([0.01, 0.03, 0.05])
+    states = jax.tree.map(lambda a: jnp.stack([a, 1.01 * a, 0.99 * a]), state)
+
+    def stage(n, s, kernel, dtype=jnp.float64):
+        m = swe.ShallowWater(model.grid, bed=model.bed.astype(dtype), friction=swe.Manning(n),
+                             boundaries=model.boundaries,
+                             scheme=swe.FiniteVolume(kernel=kernel))
+        b = jax.tree.map(lambda a: a.astype(dtype), beds)
+        if kernel == "xla":
+            return m.euler_step(0.0, s, dtype(0.01), b)
+        return pallas.euler_step(m, 0.0, s, dtype(0.01), b, interpret=kernel != "pallas")
+
+    want = jax.vmap(functools.partial(stage, kernel="xla"))(ns, states)
+    got = jax.vmap(functools.partial(stage, kernel="pallas-interpret"))(ns, states)
+    assert _max_diff(got, want) < 1e-14
+    lowered = jax.export.export(
+        jax.jit(jax.vmap(functools.partial(stage, kernel="pallas", dtype=jnp.float32))),
+        platforms=["tpu"])(ns.astype(jnp.float32),
+                           jax.tree.map(lambda a: a.astype(jnp.float32), states))
+    assert "tpu_custom_call" in lowered.mlir_module()
