@@ -116,7 +116,8 @@ def global_attrs(model, settings, extra=None) -> dict:
 
 
 def _stage_kernel(model, settings) -> str:
-    """The stage kernel the run took on this backend: "xla" or "pallas"."""
+    """The stage kernel the run took on this backend: "xla", "pallas" or
+    "pallas-interpret" (the split integrators' sweeps are always XLA's)."""
     from .pallas import chosen
 
     if settings.get("integrator") in ("split", "strang"):

@@ -92,8 +92,9 @@ def test_stage_vjp_is_the_xla_stage_vjp():
     cotangent = jax.tree.map(lambda a: jnp.cos(a + 1.0), state)
 
     def vjp(stage):
-        return jax.vjp(lambda m, s, b: getattr(m, stage)(0.0, s, 0.01, b),
-                       model, state, beds)[1](cotangent)
+        return jax.jit(lambda m, s, b, c: jax.vjp(
+            lambda m, s, b: getattr(m, stage)(0.0, s, 0.01, b), m, s, b)[1](c))(
+                model, state, beds, cotangent)
 
     got, want = vjp("euler_step"), vjp("xla_euler_step")
     assert float(jnp.max(jnp.abs(want[1].h))) > 0.1
@@ -129,7 +130,7 @@ def test_whole_runs_and_gradients_agree_with_the_xla_stage():
     xla, kernel = (run(0.03, bump, k) for k in ("xla", "pallas-interpret"))
     assert int(xla.num_steps) == int(kernel.num_steps) > 20
     assert _max_diff(xla.final, kernel.final) < 1e-13
-    grad = jax.grad(loss, argnums=(0, 1))
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)
     g_xla, g_kernel = grad(0.03, bump, "xla"), grad(0.03, bump, "pallas-interpret")
     g_nudged = grad(0.03, bump + 1e-15 * jnp.sin(7.0 * x), "xla")
     assert abs(float(g_xla[0])) > 0.1
