@@ -6,12 +6,13 @@
 # Needs jax for the device (CUDA or TPU), equinox, diffrax, numpy; uses the checkout
 # (PYTHONPATH=.), no install. Writes the JSON lines to ${OUT:-.}/gpu_bench.jsonl as well as
 # stdout. Each step has its own time limit (STEP_TIMEOUT, default 120 s), so one slow or
-# failing step does not stop the rest. At the rates measured on a TPU v5e (12-06) the whole
-# script should take about 9 minutes there (an estimate; a device call allows 10).
+# failing step does not stop the rest. On a TPU v5e (12-06, XLA's stage) it reached the 256^2
+# ensemble in the 10 minutes a device call allows; the Pallas stage shortens the large runs.
 #
 # float64: GPUs run it natively (at a fraction of the float32 rate on most cards); a TPU has
-# no float64 units and XLA emulates it in software, so on a TPU float64 runs only the default
-# scheme at N = 1024 and 2048.
+# no float64 units, and on the TPU v5e lent on 12-06 float64 runs did not compile; the
+# script tries one, last. On a TPU the default scheme's stages from 1536^2 cells are the
+# Pallas kernel (swe/pallas.py); XLA's stage runs beside it at N = 2048 for the ratio.
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
@@ -35,7 +36,10 @@ echo "measured triad: ${STREAM} GB/s (H200 device-to-device copy: about 4300 GB/
 # same cost per step) so that the script stays within minutes on a slower device.
 step $PY scripts/bench.py --n 1024 2048 --precision float32 --repeat 3 --stream "$STREAM"
 if [ "$BACKEND" = tpu ]; then
-  # The one-kernel Pallas stage against XLA's stage (ms per stage; TPU only).
+  # On a TPU, kernel="auto" (the default) takes the Pallas stage from 1536^2 cells: XLA's
+  # stage in the same call for the ratio, then ms per stage of the two.
+  step $PY scripts/bench.py --n 2048 --precision float32 --repeat 3 --kernel xla \
+    --stream "$STREAM"
   step $PY scripts/bench_stage_kernels.py --n 1024 2048 4096 --block-rows 32 --block-cols 0
 fi
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --t-end 0.1 --stream "$STREAM"
@@ -49,7 +53,12 @@ step $PY scripts/bench_ensemble.py --n 128 --members 16 --precision float32
 step $PY scripts/bench_ensemble.py --n 256 --members 64 --precision float32
 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float32
 if [ "$BACKEND" = tpu ]; then
-  step $PY scripts/bench.py --n 1024 2048 --precision float64 --repeat 2 --stream "$STREAM"
+  # A gradient whose forward runs take the Pallas stage (its reverse pass is XLA's).
+  step $PY scripts/bench_gradient.py --n 1536 --steps 100 --precision float32
+  step $PY scripts/bench_gradient.py --n 1536 --steps 100 --precision float32 --kernel xla
+  # float64 does not compile on a TPU (XLA:TPU rejects the float64 nextafter in diffrax's
+  # time loop, JAX 0.10.2, 12-06); the step shows whether that still holds.
+  step $PY scripts/bench.py --n 1024 --precision float64 --repeat 1 --stream "$STREAM"
 else
   step $PY scripts/bench.py --n 1024 2048 --precision float64 --repeat 3 --stream "$STREAM"
   step $PY scripts/bench.py --n 4096 --precision float64 --repeat 3 --t-end 0.1 \
