@@ -30,7 +30,8 @@ import numpy as np
 from swe import bench, pallas
 
 
-def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision="float32"):
+def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision="float32",
+                 halos=(pallas.HALO,)):
     """ms per stage of the default scheme on the benchmark problem, XLA against Pallas
     (every ``block_rows`` x ``block_cols``, 0 for full-width rows), ``steps`` stages per
     timed call (a ``fori_loop``), interleaved, medians of ``repeat``."""
@@ -46,10 +47,14 @@ def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision=
         runs = {"xla": looped(lambda s: model.xla_euler_step(0.0, s, dt, beds))}
         for rows in block_rows:
             for cols in block_cols:
-                runs[f"pallas-{rows}x{cols or 'full'}"] = looped(functools.partial(
-                    lambda s, rows, cols: pallas.euler_step(
-                        model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols or None),
-                    rows=rows, cols=cols))
+                for halo in halos:
+                    name = f"pallas-{rows}x{cols or 'full'}" + (
+                        "" if halo == pallas.HALO else f"-halo{halo}")
+                    runs[name] = looped(functools.partial(
+                        lambda s, rows, cols, halo: pallas.euler_step(
+                            model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols or None,
+                            halo=halo),
+                        rows=rows, cols=cols, halo=halo))
         times = {k: [] for k in runs}
         results = {}
         for k, fn in list(runs.items()):
@@ -128,6 +133,8 @@ def main(argv=None) -> int:
     p.add_argument("--block-rows", type=int, nargs="+", default=[16, 32])
     p.add_argument("--block-cols", type=int, nargs="+", default=[0, 1024],
                    help="column block widths, multiples of 128; 0: full-width rows")
+    p.add_argument("--halo", type=int, nargs="+", default=[pallas.HALO],
+                   help="halo rows each side of a block (multiples of 4)")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--precision", default="float32", choices=("float32", "float64"))
@@ -139,7 +146,7 @@ def main(argv=None) -> int:
     if args.precision == "float64":
         jax.config.update("jax_enable_x64", True)
     bench_stages(args.n, args.block_rows, args.block_cols, args.steps, args.repeat,
-                 args.precision)
+                 args.precision, args.halo)
     return 0
 
 

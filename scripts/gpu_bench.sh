@@ -40,7 +40,8 @@ if [ "$BACKEND" = tpu ]; then
   # stage in the same call for the ratio, then ms per stage of the two.
   step $PY scripts/bench.py --n 2048 --precision float32 --repeat 3 --kernel xla \
     --stream "$STREAM"
-  step $PY scripts/bench_stage_kernels.py --n 1024 2048 4096 --block-rows 32 --block-cols 0
+  step $PY scripts/bench_stage_kernels.py --n 1024 2048 4096 --block-rows 32 64 \
+    --block-cols 0 --halo 8 4
 fi
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --t-end 0.1 --stream "$STREAM"
 step $PY scripts/bench.py --n 8192 --precision float32 --repeat 2 --t-end 0.01 --stream "$STREAM"

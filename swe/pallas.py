@@ -3,7 +3,7 @@
 XLA's program for a stage of the unsplit scheme keeps some twenty grid-sized intermediates
 in device memory (interface states, fluxes, draining factors) and was measured at 16.6%
 (N = 1024) and 6.1% (N = 2048) of a TPU v5e's memory bandwidth. :func:`euler_step` computes
-the same stage in one kernel: each block of rows (with 8 halo rows each side) is read once,
+the same stage in one kernel: each block of rows (with halo rows each side) is read once,
 every interface of both directions is computed in the chip's on-chip memory with the
 package's own per-interface functions (:func:`swe.reconstruction.muscl_cell`,
 ``_interface``; neighbours are rolls), and the block's new state is written once. On a
@@ -40,7 +40,12 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-HALO = 8          # rows above and below each block: one sublane tile (the stencil needs 4)
+# Rows above and below each block: one sublane tile by default. The stencils need 2 (the
+# faces of the cell beyond the block's edge interface); fewer halo rows mean less work
+# recomputed per block (a 32-row block with 8 each side computes 48 rows, with 4 each side
+# 40). Mosaic takes windows whose height is a multiple of 8, so halos are multiples of 4;
+# ``halo=4`` is exact (tests) but its speed not yet measured (bench_stage_kernels.py --halo).
+HALO = 8
 LEFT = 4          # columns before the first interior one with full-width rows
 LANE_HALO = 128   # the same with column blocks: their windows start on a lane tile
 # Rows per block: 32 was the quickest at N = 2048 (of 8 and 32) and 4096 (of 8 to 64; 128
@@ -91,19 +96,19 @@ def chosen(model, beds, *, predictor=False) -> str:
     return kernel
 
 
-def layout(nx, ny, block_rows, block_cols):
+def layout(nx, ny, block_rows, block_cols, halo=HALO):
     """``(rows, width, left)`` of the padded fields: interior cell ``(i, j)`` at
-    ``(HALO + i, left + j)``; ``rows`` covers ``ny`` rounded up to ``block_rows`` and a halo
+    ``(halo + i, left + j)``; ``rows`` covers ``ny`` rounded up to ``block_rows`` and a halo
     each side; full-width rows (``block_cols`` None) have ``left = 4`` and a width that is a
     multiple of 128 with at least 4 columns after the last interior one; column blocks have
     128 halo columns each side."""
-    rows = 2 * HALO + -(-ny // block_rows) * block_rows
+    rows = 2 * halo + -(-ny // block_rows) * block_rows
     if block_cols is None:
         return rows, -(-(nx + 2 * LEFT) // 128) * 128, LEFT
     return rows, 2 * LANE_HALO + -(-nx // block_cols) * block_cols, LANE_HALO
 
 
-def padded_fields(model, t, state, beds, block_rows, block_cols):
+def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     """``(h, hu, hv, bed)`` in :func:`layout` with the model's ghost cells (two layers, or
     one first order): those along x in the rows of the interior, those along y in its
     columns. Beyond the ghost cells the fields repeat their edge values (finite, unused)."""
@@ -120,8 +125,8 @@ def padded_fields(model, t, state, beds, block_rows, block_cols):
                        for a, f, b in zip(lo, (state.h, state.hv, state.hu), hi))
     bed = jnp.zeros((ny + 2 * ng, nx + 2 * ng), state.h.dtype)
     bed = bed.at[ng:ng + ny, :].set(beds[1]).at[:, ng:ng + nx].set(beds[0])
-    rows, width, left = layout(nx, ny, block_rows, block_cols)
-    pad = ((HALO - ng, rows - ny - HALO - ng), (left - ng, width - nx - left - ng))
+    rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
+    pad = ((halo - ng, rows - ny - halo - ng), (left - ng, width - nx - left - ng))
     out = []
     for x_version, y_version in zip(along_x, (h_y, hu_y, hv_y)):
         full = jnp.zeros_like(bed).at[ng:ng + ny, :].set(x_version)
@@ -129,7 +134,7 @@ def padded_fields(model, t, state, beds, block_rows, block_cols):
     return (*out, jnp.pad(bed, pad, mode="edge"))
 
 
-def _prescribed_faces(model, t, shape, layout_, dtype):
+def _prescribed_faces(model, t, shape, layout_, dtype, halo):
     """Per axis whose boundaries prescribe a face mass flux (inflows): ``{axis: (sides,
     values)}``, ``sides`` which of (low, high) do, ``values`` a field in :func:`layout`
     holding each prescribed flux at the cell that stores its face in the kernel (the
@@ -149,22 +154,22 @@ def _prescribed_faces(model, t, shape, layout_, dtype):
                                     (nx,) if axis == 0 else (ny,))
             if axis == 1:
                 col = left - 1 if side < 0 else left + nx - 1
-                values = values.at[HALO:HALO + ny, col].set(edge)
+                values = values.at[halo:halo + ny, col].set(edge)
             else:
-                row = HALO - 1 if side < 0 else HALO + ny - 1
+                row = halo - 1 if side < 0 else halo + ny - 1
                 values = values.at[row, left:left + nx].set(edge)
         if any(sides):
             out[axis] = (tuple(sides), values)
     return out
 
 
-def _pad_pointwise(field, rows, width, left):
+def _pad_pointwise(field, rows, width, left, halo):
     """A pointwise field (no ghost cells needed) in :func:`layout`."""
     ny, nx = field.shape
-    return jnp.pad(field, ((HALO, rows - ny - HALO), (left, width - nx - left)), mode="edge")
+    return jnp.pad(field, ((halo, rows - ny - halo), (left, width - nx - left)), mode="edge")
 
 
-def _kernel(*refs, ny, nx, block_rows, block_cols, limiter, riemann, roll, forcing,
+def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll, forcing,
             friction_def, friction_kinds, prescribed):
     """One block. ``refs``: the SMEM scalars (dt, g, h_dry, 1/dx, 1/dy, then the friction
     law's scalar coefficients), the windows of h, hu, hv and bed, of the forcing rates
@@ -191,7 +196,7 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, limiter, riemann, roll, forci
         return roll(a, (-k) % shape[axis], axis)
 
     row = (jax.lax.broadcasted_iota(jnp.int32, shape, 0) + pl.program_id(0) * block_rows
-           - HALO)
+           - halo)
     col = jax.lax.broadcasted_iota(jnp.int32, shape, 1) - (
         LEFT if block_cols is None else LANE_HALO)
     if block_cols is not None:
@@ -253,22 +258,23 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, limiter, riemann, roll, forci
     new = ShallowWater._update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry)
     cols = slice(None) if block_cols is None else slice(LANE_HALO, LANE_HALO + block_cols)
     for ref, x in zip((oh_ref, ohu_ref, ohv_ref), new):
-        ref[...] = x[HALO:HALO + block_rows, cols]
+        ref[...] = x[halo:halo + block_rows, cols]
 
 
-def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_cols):
+def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_cols, halo):
     """The kernel's stage (no gradient rule; see :func:`euler_step`)."""
     from .state import State
 
     ny, nx = state.h.shape
     dtype = state.h.dtype
-    rows, width, left = layout(nx, ny, block_rows, block_cols)
-    fields = list(padded_fields(model, t, state, beds, block_rows, block_cols))
+    rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
+    fields = list(padded_fields(model, t, state, beds, block_rows, block_cols, halo))
     rates = model.forcing(t, state) if sources else (None, None, None)
     forcing = tuple(r is not None for r in rates)
-    fields += [_pad_pointwise(jnp.broadcast_to(r, (ny, nx)).astype(dtype), rows, width, left)
+    fields += [_pad_pointwise(jnp.broadcast_to(r, (ny, nx)).astype(dtype), rows, width, left,
+                             halo)
                for r in rates if r is not None]
-    faces = _prescribed_faces(model, t, (ny, nx), (rows, width, left), dtype)
+    faces = _prescribed_faces(model, t, (ny, nx), (rows, width, left), dtype, halo)
     fields += [values for _, values in faces.values()]
     scalars = [dt, model.g, model.h_dry, 1.0 / model.grid.dx, 1.0 / model.grid.dy]
     friction_def, friction_kinds = None, ()
@@ -276,7 +282,7 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
         leaves, friction_def = jax.tree.flatten(model.friction)
         friction_kinds = tuple("scalar" if jnp.ndim(x) == 0 else "field" for x in leaves)
         scalars += [x for x in leaves if jnp.ndim(x) == 0]
-        fields += [_pad_pointwise(jnp.asarray(x, dtype), rows, width, left)
+        fields += [_pad_pointwise(jnp.asarray(x, dtype), rows, width, left, halo)
                    for x in leaves if jnp.ndim(x) != 0]
     # One row: vmapped, the scalars gain a leading axis and the block (one row, all of
     # them) still spans the last two dimensions, as Mosaic requires.
@@ -286,29 +292,29 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     roll = ((lambda a, k, axis: jnp.roll(a, k, axis)) if interpret
             else (lambda a, k, axis: pltpu.roll(a, np.int32(k), axis)))
     kernel = functools.partial(
-        _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols,
+        _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols, halo=halo,
         limiter=model.scheme.limiter_fn, riemann=model.scheme.riemann_fn, roll=roll,
         forcing=forcing, friction_def=friction_def, friction_kinds=friction_kinds,
         prescribed={axis: sides for axis, (sides, _) in faces.items()})
     if block_cols is None:
         n_cols, out_width = 1, width
-        window = pl.BlockSpec((pl.Element(block_rows + 2 * HALO), pl.Element(width)),
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * halo), pl.Element(width)),
                               lambda i, j: (i * block_rows, 0))
         out_block = pl.BlockSpec((block_rows, width), lambda i, j: (i, 0))
         crop = slice(left, left + nx)
     else:
         out_width = width - 2 * LANE_HALO
         n_cols = out_width // block_cols
-        window = pl.BlockSpec((pl.Element(block_rows + 2 * HALO),
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * halo),
                                pl.Element(block_cols + 2 * LANE_HALO)),
                               lambda i, j: (i * block_rows, j * block_cols))
         out_block = pl.BlockSpec((block_rows, block_cols), lambda i, j: (i, j))
         crop = slice(0, nx)
-    out_shape = jax.ShapeDtypeStruct((rows - 2 * HALO, out_width), dtype)
+    out_shape = jax.ShapeDtypeStruct((rows - 2 * halo, out_width), dtype)
     extra = {} if interpret else dict(
         compiler_params=pltpu.CompilerParams(vmem_limit_bytes=VMEM_MB * 2**20))
     h, hu, hv = pl.pallas_call(
-        kernel, grid=((rows - 2 * HALO) // block_rows, n_cols),
+        kernel, grid=((rows - 2 * halo) // block_rows, n_cols),
         in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)] + [window] * len(fields),
         out_specs=[out_block] * 3, out_shape=[out_shape] * 3, interpret=interpret,
         **extra)(scalars, *fields)
@@ -316,17 +322,21 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
 
 
 def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
-               block_rows=BLOCK_ROWS, block_cols=None):
+               block_rows=BLOCK_ROWS, block_cols=None, halo=HALO):
     """:meth:`swe.ShallowWater.euler_step` (without its ``predictor``) as one Pallas kernel;
-    for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8),
-    full width or, for ``block_cols`` (a multiple of 128; by default for grids wider than
-    ``MAX_FULL_WIDTH``), that many columns with 128 halo columns each side. Reverse-mode
-    derivatives are those of XLA's stage (``model.euler_step`` with ``kernel="xla"``)."""
+    for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8)
+    with ``halo`` rows each side (a multiple of 4), full width or, for ``block_cols`` (a multiple
+    of 128; by default for grids wider than ``MAX_FULL_WIDTH``), that many columns with 128
+    halo columns each side. Reverse-mode derivatives are those of XLA's stage
+    (``model.euler_step`` with ``kernel="xla"``)."""
     why = unsupported(model, beds)
     if why is not None:
         raise ValueError(f"the Pallas stage cannot run {why}")
     if block_rows % 8 or block_rows < 8:
         raise ValueError(f"block_rows={block_rows} is invalid; expected a multiple of 8")
+    if not isinstance(halo, int) or halo < 4 or halo % 4:
+        raise ValueError(f"halo={halo!r} is invalid; expected a multiple of 4 (windows of "
+                         "block_rows + 2 halo rows must be whole tiles of 8 rows)")
     if block_cols is None and layout(*state.h.shape[::-1], block_rows, None)[1] > MAX_FULL_WIDTH:
         block_cols = BLOCK_COLS
     if block_cols is not None and (block_cols % 128 or block_cols < 128):
@@ -337,7 +347,7 @@ def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
     @jax.custom_vjp
     def stage(dynamic):
         m, t_, s, dt_, b = eqx.combine(dynamic, static)
-        return _forward(m, t_, s, dt_, b, sources, interpret, block_rows, block_cols)
+        return _forward(m, t_, s, dt_, b, sources, interpret, block_rows, block_cols, halo)
 
     def xla_stage(dynamic):
         m, t_, s, dt_, b = eqx.combine(dynamic, static)

@@ -70,17 +70,19 @@ def _cases():
 
 @pytest.mark.parametrize("case", list(_cases()), ids=lambda c: c[0])
 def test_pallas_stage_equals_the_xla_stage(case):
-    """Full-width rows (blocks of 8 and 16 rows) and column blocks of 128, float64,
-    interpret mode: every field to round-off (measured: 0 to 6e-17 of values ~1)."""
+    """Full-width rows (blocks of 8 and 16 rows, 8 halo rows; 8 rows with 4) and column
+    blocks of 128, float64, interpret mode: every field to round-off (measured: 0 to
+    1.7e-16 of values ~1)."""
     _, model, state, dt = case
     beds = model.padded_beds()
     want = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds))(state)
     assert bool(jnp.all(want.h >= 0.0))
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
-    for rows, cols in ((8, None), (16, None), (8, 128)):
+    for rows, cols, halo in ((8, None, 8), (16, None, 8), (8, 128, 8), (8, None, 4)):
         got = jax.jit(lambda s: pallas.euler_step(
-            model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols, interpret=True))(state)
-        assert _max_diff(got, want) <= 1e-14 * scale, (rows, cols)
+            model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols, halo=halo,
+            interpret=True))(state)
+        assert _max_diff(got, want) <= 1e-14 * scale, (rows, cols, halo)
 
 
 def test_stage_vjp_is_the_xla_stage_vjp():
@@ -172,21 +174,25 @@ def test_the_kernel_choice():
                                           hv=jnp.zeros((1, 16))), 0.01, channel.padded_beds())
     with pytest.raises(ValueError, match="block_rows=12 is invalid"):
         pallas.euler_step(model, 0.0, state, 0.01, beds, block_rows=12, interpret=True)
+    with pytest.raises(ValueError, match="halo=2 is invalid; expected a multiple of 4"):
+        pallas.euler_step(model, 0.0, state, 0.01, beds, halo=2, interpret=True)
 
 
 def test_the_kernel_lowers_for_a_tpu():
     """Pallas to Mosaic for a TPU (``jax.export``, no chip needed), float32, full-width rows
-    and column blocks, with and without friction, forcing and inflows."""
+    (8 and 4 halo rows) and column blocks, with and without friction, forcing and
+    inflows."""
     model, state = bench.problem(64)
     busy_model = swe.ShallowWater(
         model.grid, bed=model.bed, friction=swe.Manning(jnp.full((64, 64), 0.03)),
         coriolis=swe.BetaPlane(1e-4), sources=(swe.Rain(1e-5),),
         boundaries=swe.Boundaries(west=swe.Inflow(0.1), north=swe.Inflow(lambda t: 0.1 * t)))
     state32 = jax.tree.map(lambda a: a.astype(jnp.float32), state)
-    for m, cols in ((model, None), (model, 128), (busy_model, None), (busy_model, 128)):
+    for m, cols, halo in ((model, None, 8), (model, 128, 8), (model, None, 4),
+                          (busy_model, None, 8), (busy_model, 128, 8)):
         beds32 = jax.tree.map(lambda a: a.astype(jnp.float32), m.padded_beds())
         stage = jax.jit(lambda s: pallas.euler_step(
-            m, 0.0, s, jnp.float32(1e-3), beds32, block_cols=cols))
+            m, 0.0, s, jnp.float32(1e-3), beds32, block_cols=cols, halo=halo))
         lowered = jax.export.export(stage, platforms=["tpu"])(state32).mlir_module()
         assert "tpu_custom_call" in lowered
 
