@@ -54,8 +54,12 @@ step $PY scripts/bench_ensemble.py --n 128 --members 16 --precision float32
 step $PY scripts/bench_ensemble.py --n 256 --members 64 --precision float32
 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float32
 if [ "$BACKEND" = tpu ]; then
-  # A gradient whose forward runs take the Pallas stage (its reverse pass is XLA's).
-  step $PY scripts/bench_gradient.py --n 1536 --steps 100 --precision float32
+  # The kernel on the chip for friction, Coriolis and inflows (kernel="auto" does not take
+  # it for them until this has run): scenarios with each kernel, compared.
+  step $PY scripts/check_stage_kernels.py
+  # A gradient (Manning friction) whose forward runs take the Pallas stage (its reverse
+  # pass is XLA's), then XLA's.
+  step $PY scripts/bench_gradient.py --n 1536 --steps 100 --precision float32 --kernel pallas
   step $PY scripts/bench_gradient.py --n 1536 --steps 100 --precision float32 --kernel xla
   # float64 does not compile on a TPU (XLA:TPU rejects the float64 nextafter in diffrax's
   # time loop, JAX 0.10.2, 12-06); the step shows whether that still holds.

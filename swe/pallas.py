@@ -23,8 +23,9 @@ meshes. Gradients differentiate XLA's
 stage (a custom VJP), so reverse mode gives exactly the XLA path's gradient.
 
 :class:`swe.FiniteVolume`'s ``kernel`` chooses: ``"auto"`` (the default) takes this kernel
-on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers, and XLA
-otherwise; ``"xla"`` never takes it; ``"pallas"`` always does, and refuses (ValueError) a
+on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers and whose
+features have run on a chip (:func:`run_on_a_tpu`: as yet no friction, forcing or inflows),
+and XLA otherwise; ``"xla"`` never takes it; ``"pallas"`` always does, and refuses (ValueError) a
 model it does not cover or a backend that is not a TPU; ``"pallas-interpret"`` runs the
 kernel in Pallas's interpret mode on any backend (slow; for tests).
 """
@@ -74,6 +75,20 @@ def unsupported(model, beds) -> str | None:
     return None
 
 
+def run_on_a_tpu(model) -> bool:
+    """Whether the kernel for ``model`` has run on a TPU chip, not only in interpret mode and
+    through Mosaic's lowering: as of 12-06 (TPU v5e) the benchmark's features, i.e. no
+    friction, no Coriolis, wind or mass sources and no inflows. ``kernel="auto"`` takes the
+    kernel only for these; ``kernel="pallas"`` opts in for the rest
+    (``scripts/check_stage_kernels.py`` compares the two kernels on a device)."""
+    from .boundaries import AbstractBoundary
+
+    inflow = any(type(bc).face_mass_flux is not AbstractBoundary.face_mass_flux
+                 for axis in (0, 1) for bc in model.boundaries.pair(axis))
+    return (model.friction is None and model.coriolis is None and model.wind is None
+            and not model.sources and not inflow)
+
+
 def chosen(model, beds, *, predictor=False) -> str:
     """``"xla"``, ``"pallas"`` or ``"pallas-interpret"``: the stage ``model.scheme.kernel``
     selects for this model on this backend; ValueError where ``"pallas"`` cannot run."""
@@ -84,7 +99,8 @@ def chosen(model, beds, *, predictor=False) -> str:
     if kernel == "auto":
         if backend != "tpu" or model.grid.nx * model.grid.ny < AUTO_MIN_CELLS:
             return "xla"
-        return "pallas" if unsupported(model, beds) is None else "xla"
+        ok = unsupported(model, beds) is None and run_on_a_tpu(model)
+        return "pallas" if ok else "xla"
     why = unsupported(model, beds)
     if why is not None:
         raise ValueError(f"kernel={model.scheme.kernel!r} cannot run {why}; use "

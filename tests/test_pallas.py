@@ -224,3 +224,51 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
         platforms=["tpu"])(ns.astype(jnp.float32),
                            jax.tree.map(lambda a: a.astype(jnp.float32), states))
     assert "tpu_custom_call" in lowered.mlir_module()
+
+
+def test_auto_takes_the_kernel_only_for_features_run_on_a_chip(monkeypatch):
+    """On a TPU (the backend faked) ``kernel="auto"`` takes the kernel from 1536^2 cells for
+    the benchmark's features, and XLA's stage below that size, for friction, forcing and
+    inflows (not yet run on a chip), THINC-BVD and 1-D channels."""
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    grid = swe.Grid(nx=1536, ny=1536, x=(0.0, 1.0), y=(0.0, 1.0))
+    small = swe.Grid(nx=1024, ny=1024, x=(0.0, 1.0), y=(0.0, 1.0))
+    assert pallas.AUTO_MIN_CELLS == 1536 * 1536
+
+    def choice(grid=grid, **kwargs):
+        model = swe.ShallowWater(grid, **kwargs)
+        return pallas.chosen(model, model.padded_beds())
+
+    assert choice() == "pallas"
+    assert choice(boundaries=swe.Boundaries(east=swe.Outflow(), north=swe.Stage(1.0))) == "pallas"
+    assert choice(small) == "xla"
+    for kwargs in (dict(friction=swe.Manning(0.03)), dict(coriolis=swe.BetaPlane(1e-4)),
+                   dict(wind=swe.WindStress(0.1, 0.0)), dict(sources=(swe.Rain(1e-6),)),
+                   dict(boundaries=swe.Boundaries(west=swe.Inflow(1.0))),
+                   dict(scheme=swe.FiniteVolume(limiter="thinc-bvd"))):
+        assert choice(**kwargs) == "xla", kwargs
+    # Opting in takes the kernel for the features not yet run on a chip.
+    assert choice(friction=swe.Manning(0.03), scheme=swe.FiniteVolume(kernel="pallas")) == "pallas"
+
+
+def test_check_stage_kernels_script_compares_scenarios(capsys):
+    """scripts/check_stage_kernels.py (run by gpu_bench.sh on a TPU) on small grids in
+    interpret mode: the river flood (Manning zones, an inflow profile), geostrophic
+    adjustment (Coriolis) and Thacker's bowl take the same steps with both kernels and
+    end within round-off of each other (measured: relative L1 of h below 2e-16)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import check_stage_kernels
+
+    assert check_stage_kernels.main(["--interpret", "--scale", "0.03", "--t-fraction",
+                                     "0.05", "--precision", "float64"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["scenario"] for r in records] == ["river_flood", "geostrophic_adjustment",
+                                                 "thacker_bowl"]
+    for r in records:
+        assert r["steps_xla"] == r["steps_pallas"] > 5, r
+        assert r["rel_l1_diff_h"] < 1e-13 and r["max_abs_diff_h"] >= 0.0, r
+        assert r["mass_pallas"] == pytest.approx(r["mass_xla"], rel=1e-13)
