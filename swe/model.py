@@ -45,7 +45,7 @@ class FiniteVolume(eqx.Module):
       (:func:`swe.reconstruction.bvd_cell`) chooses per cell and variable between Koren's
       faces and a THINC tanh jump, whichever jumps less against its neighbours' faces:
       sharper shocks and bores (benchmark dam break: L1(h) 25% smaller than Koren's at
-      N = 512, 19% at 1024, PyClaw's error within 1.003x and 1.07x) at 3.5x the time
+      N = 512, 19% at 1024, PyClaw's error within 1.003x and 1.07x) at about 3x the time
       (N = 512); five-cell stencils, three ghost cells. Dry and nearly dry cells are first
       order whatever the limiter (:func:`swe.reconstruction.first_order_at_dry`).
     * ``kernel``: how a stage is computed, not what: ``"auto"`` (the default) runs each
@@ -255,8 +255,10 @@ def _muscl_interfaces(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riem
             return jax.lax.slice_in_dim(f, k, k + n + 4, axis=axis)
 
         # Their unused end slots are ones concatenated on: a constant jnp.pad fused into
-        # the same loop made it 2.7x slower (1.39 against 0.52 ms a direction at N = 256,
-        # float64; the stage 4.8 against 3.4-3.7 ms, 12-06).
+        # the same loop made it 2.5x slower (1.39 against 0.56 ms a direction at N = 256,
+        # float64, one process); the whole stage takes 0.90x (N = 256) and 0.89x (512)
+        # the time it took with the pad (paired, interleaved, one process, 12-06). The
+        # draining factors' pad (_positivity_scale) is quicker than a concatenation.
         def ones_around(x):  # unused end slots of the stencils' exponential inputs
             one = jnp.ones_like(jax.lax.slice_in_dim(x, 0, 1, axis=axis))
             return jnp.concatenate([one, x, one], axis=axis)
