@@ -7,7 +7,8 @@ of them alike) and repeated ``--repeat`` times (medians reported):
 
 * swe, default scheme (MUSCL-Koren + HLLC, hydrostatic reconstruction, positivity limiter,
   SSP-RK2, CFL 0.45) and first-order HLL with forward Euler, each in float64 and float32,
-  and the default scheme with the MC limiter (PyClaw's) and with minmod in float64;
+  and the default scheme with the MC limiter (PyClaw's), with minmod and with THINC-BVD in
+  float64;
 * ``numpy_reference.py``: the same first-order HLL scheme in plain vectorised NumPy;
 * PyClaw (``pyclaw_reference.py``: Fortran, ``shallow_roe_with_efix_2D``, order 2, MC,
   CFL 0.9), if clawpack is installed, with its default dimensional splitting and unsplit.
@@ -50,6 +51,8 @@ def _swe_configs(quick_schemes):
                ("swe Strang-Hancock Roe-MC f64", dict(split, riemann="roe",
                                                       integrator="strang",
                                                       precision="float64")),
+               ("swe MUSCL-THINC-BVD f64", dict(default, limiter="thinc-bvd",
+                                                precision="float64")),
                ("swe 1st-order f64", dict(first, precision="float64"))]
     if not quick_schemes:
         configs += [("swe default f32", dict(default, precision="float32")),

@@ -19,15 +19,17 @@ by XLA and read by the kernel); every boundary condition (walls, outflows, perio
 stages, and inflows, whose face mass fluxes the kernel reads as one more field per
 direction that has them). Not covered, and left to XLA: THINC-BVD (five-cell stencils),
 the split scheme's MUSCL-Hancock sweeps, 1-D models (one swept direction) and device
-meshes. Gradients differentiate XLA's
-stage (a custom VJP), so reverse mode gives exactly the XLA path's gradient.
+meshes. Reverse mode differentiates XLA's stage (a custom VJP): a stage's VJP is XLA's
+exactly, and a whole run's gradient agrees with XLA's within the scheme's own round-off
+sensitivity (its limiters and wave speeds have kinks; see tests/test_pallas.py).
 
 :class:`swe.FiniteVolume`'s ``kernel`` chooses: ``"auto"`` (the default) takes this kernel
 on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers and whose
 features have run on a chip (:func:`run_on_a_tpu`: as yet no friction, forcing or inflows),
-and XLA otherwise; ``"xla"`` never takes it; ``"pallas"`` always does, and refuses (ValueError) a
-model it does not cover or a backend that is not a TPU; ``"pallas-interpret"`` runs the
-kernel in Pallas's interpret mode on any backend (slow; for tests).
+and XLA otherwise; ``"xla"`` never takes it; ``"pallas"`` always does, and refuses
+(ValueError) a model it does not cover or a backend that is not a TPU;
+``"pallas-interpret"`` runs the kernel in Pallas's interpret mode on any backend (slow; for
+tests).
 """
 
 from __future__ import annotations
