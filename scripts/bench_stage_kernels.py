@@ -30,16 +30,22 @@ import numpy as np
 from swe import bench, pallas
 
 
+def stage_inputs(n, precision):
+    """The benchmark problem's model, state, padded beds and a stage's dt (a tenth of a
+    cell per unit speed) in ``precision``."""
+    model, state = bench.problem(n)
+    state = jax.tree.map(lambda a: a.astype(precision), state)
+    beds = jax.tree.map(lambda a: a.astype(precision), model.padded_beds())
+    return model, state, beds, jnp.asarray(0.1 * model.grid.dx, precision)
+
+
 def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision="float32",
                  halos=(pallas.HALO,)):
     """ms per stage of the default scheme on the benchmark problem, XLA against Pallas
     (every ``block_rows`` x ``block_cols``, 0 for full-width rows), ``steps`` stages per
     timed call (a ``fori_loop``), interleaved, medians of ``repeat``."""
     for n in ns:
-        model, state = bench.problem(n)
-        state = jax.tree.map(lambda a: a.astype(precision), state)
-        beds = jax.tree.map(lambda a: a.astype(precision), model.padded_beds())
-        dt = jnp.asarray(0.1 * model.grid.dx, precision)
+        model, state, beds, dt = stage_inputs(n, precision)
 
         def looped(stage):
             return jax.jit(lambda s: jax.lax.fori_loop(0, steps, lambda i, q: stage(q), s))
@@ -103,10 +109,7 @@ def vector_peak(n=4096, chain=256, repeat=5):
 def stage_cost(n=1024, precision="float32"):
     """XLA's own count for one forward-Euler stage of the default scheme, per cell:
     flops, transcendentals and bytes accessed (``cost_analysis`` of the compiled stage)."""
-    model, state = bench.problem(n)
-    state = jax.tree.map(lambda a: a.astype(precision), state)
-    beds = jax.tree.map(lambda a: a.astype(precision), model.padded_beds())
-    dt = jnp.asarray(0.1 * model.grid.dx, precision)
+    model, state, beds, dt = stage_inputs(n, precision)
     compiled = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds)).lower(state).compile()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost

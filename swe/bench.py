@@ -135,7 +135,7 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
 
     from .errors import check_choice, check_positive_int
     from .model import FiniteVolume, fusion_hints
-    from .pallas import chosen
+    from .pallas import taken
     from .simulate import default_cfl, simulate
 
     cfl = default_cfl(integrator) if cfl is None else cfl
@@ -147,7 +147,7 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
     scheme = FiniteVolume(riemann=riemann, reconstruction=reconstruction, limiter=limiter,
                           kernel=kernel)
     model, state0 = problem(n, scheme)
-    ran = "xla" if integrator in ("split", "strang") else chosen(model, model.padded_beds())
+    ran = taken(model, integrator)
     dx = model.grid.dx
     kwargs = dict(save_at=[t_end], cfl=cfl, integrator=integrator, dtype=precision,
                   envelopes=False)

@@ -9,6 +9,7 @@ already written in ``OUT.partial``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import sys
@@ -162,11 +163,8 @@ def cmd_run(args) -> int:
     jax.config.update("jax_enable_x64", precision == "float64")
     _enable_compilation_cache()
 
-    import dataclasses
-
     import numpy as np
 
-    from .model import FiniteVolume
     from .output import writer_for
     from .scenario import DEFAULT_SCENARIO, build, load_module, parse_overrides
     from .simulate import ProgressBar, iterate
@@ -178,13 +176,7 @@ def cmd_run(args) -> int:
         return _run_ensemble(args, name, module, params, precision)
     scenario = build(name, params)
     model = scenario.model
-    scheme = model.scheme
-    if args.riemann or args.reconstruction or args.limiter or args.kernel:
-        scheme = FiniteVolume(riemann=args.riemann or scheme.riemann,
-                              reconstruction=args.reconstruction or scheme.reconstruction,
-                              limiter=args.limiter or scheme.limiter,
-                              kernel=args.kernel or scheme.kernel)
-        model = dataclasses.replace(model, scheme=scheme)
+    model = _with_scheme_options(model, args)
     options = _run_options(scenario.run_options, args)
     output = Path(args.output or f"{Path(name).stem}.nc")
 
@@ -303,16 +295,23 @@ def _kept(writer) -> str:
     return f"{writer.count} frames kept in {path}"
 
 
+def _with_scheme_options(model, args):
+    """``model`` with the ``--riemann``, ``--reconstruction``, ``--limiter`` and ``--kernel``
+    given on the command line set in its scheme (checked as the scheme is built)."""
+    given = {k: getattr(args, k) for k in ("riemann", "reconstruction", "limiter", "kernel")
+             if getattr(args, k)}
+    if not given:
+        return model
+    return dataclasses.replace(model, scheme=dataclasses.replace(model.scheme, **given))
+
+
 def _run_ensemble(args, name, module, params, precision) -> int:
     """``swe run --ensemble``: every member advances in one compiled call per output
     interval, and each output is appended to one file with an ``ensemble`` dimension;
     ``--devices N`` splits the members over N devices."""
-    import dataclasses
-
     import numpy as np
 
     from .ensemble import iterate_ensemble
-    from .model import FiniteVolume
     from .output import NetCDFWriter
     from .scenario import build, parse_ensemble
     from .simulate import output_times
@@ -327,13 +326,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                         "written as netCDF (give a name ending in .nc)")
     scenarios = [build(name, {**params, key: v}) for v in values]
     models = [sc.model for sc in scenarios]
-    if args.riemann or args.reconstruction or args.limiter or args.kernel:
-        s0 = models[0].scheme
-        scheme = FiniteVolume(riemann=args.riemann or s0.riemann,
-                              reconstruction=args.reconstruction or s0.reconstruction,
-                              limiter=args.limiter or s0.limiter,
-                              kernel=args.kernel or s0.kernel)
-        models = [dataclasses.replace(m, scheme=scheme) for m in models]
+    models = [_with_scheme_options(m, args) for m in models]
     first = scenarios[0]
     times = output_times(first.save_at, 0.0, first.t_end)
     if any(sc.run_options != first.run_options or sc.t_end != first.t_end

@@ -98,6 +98,8 @@ def gauge_fields(model, gauges, fields) -> dict[str, np.ndarray]:
 
 
 def global_attrs(model, settings, extra=None) -> dict:
+    from .pallas import taken
+
     out = {
         "Conventions": CONVENTIONS,
         "title": "swe shallow-water simulation",
@@ -106,26 +108,13 @@ def global_attrs(model, settings, extra=None) -> dict:
         "riemann": model.scheme.riemann,
         "reconstruction": model.scheme.reconstruction,
         "limiter": model.scheme.limiter,
-        "stage_kernel": _stage_kernel(model, settings),
+        "stage_kernel": taken(model, settings.get("integrator", "ssprk2")),
         "nx": model.grid.nx,
         "ny": model.grid.ny,
     }
     out.update({k: v for k, v in settings.items()})
     out.update(extra or {})
     return {k: _attr_value(v) for k, v in out.items()}
-
-
-def _stage_kernel(model, settings) -> str:
-    """The stage kernel the run took on this backend: "xla", "pallas" or
-    "pallas-interpret" (the split integrators' sweeps are always XLA's)."""
-    from .pallas import chosen
-
-    if settings.get("integrator") in ("split", "strang"):
-        return "xla"
-    try:
-        return chosen(model, model.padded_beds())
-    except ValueError:  # the run itself would have refused it
-        return model.scheme.kernel
 
 
 def _attr_value(v):

@@ -115,6 +115,21 @@ def chosen(model, beds, *, predictor=False) -> str:
     return kernel
 
 
+def taken(model, integrator="ssprk2") -> str:
+    """The stage kernel a run of ``model`` with ``integrator`` takes on this backend: that
+    of :func:`chosen`, except that the split integrators' MUSCL-Hancock sweeps are always
+    XLA's; ``model.scheme.kernel`` itself where the run would refuse it."""
+    from .stepping import INTEGRATORS, SplitHancock
+
+    solver = INTEGRATORS.get(str(integrator).lower())
+    if solver is not None and issubclass(solver, SplitHancock):
+        return "xla"
+    try:
+        return chosen(model, model.padded_beds())
+    except ValueError:
+        return model.scheme.kernel
+
+
 def layout(nx, ny, block_rows, block_cols, halo=HALO):
     """``(rows, width, left)`` of the padded fields: interior cell ``(i, j)`` at
     ``(halo + i, left + j)``; ``rows`` covers ``ny`` rounded up to ``block_rows`` and a halo
@@ -131,17 +146,14 @@ def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     """``(h, hu, hv, bed)`` in :func:`layout` with the model's ghost cells (two layers, or
     one first order): those along x in the rows of the interior, those along y in its
     columns. Beyond the ghost cells the fields repeat their edge values (finite, unused)."""
-    from .boundaries import ghost_cells
+    from .boundaries import fill_halo
 
     ny, nx = state.h.shape
     ng = model.scheme.ghost_cells
     kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
-    lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1, **kw)
-    along_x = [jnp.concatenate([a, f, b], axis=1)
-               for a, f, b in zip(lo, (state.h, state.hu, state.hv), hi)]
-    lo, hi = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries, axis=0, **kw)
-    h_y, hv_y, hu_y = (jnp.concatenate([a, f, b], axis=0)
-                       for a, f, b in zip(lo, (state.h, state.hv, state.hu), hi))
+    along_x = fill_halo(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1, **kw)
+    h_y, hv_y, hu_y = fill_halo(state.h, state.hv, state.hu, beds[0], model.boundaries,
+                                axis=0, **kw)
     bed = jnp.zeros((ny + 2 * ng, nx + 2 * ng), state.h.dtype)
     bed = bed.at[ng:ng + ny, :].set(beds[1]).at[:, ng:ng + nx].set(beds[0])
     rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
