@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
@@ -78,10 +79,29 @@ class Scenario(eqx.Module):
 
 def builtin_scenarios() -> list[str]:
     """Names of the scenarios shipped in ``scenarios/``."""
-    from . import scenarios
-
+    scenarios = _scenarios_package()
     return sorted(m.name for m in pkgutil.iter_modules(scenarios.__path__)
                   if not m.name.startswith("_"))
+
+
+def _scenarios_package() -> ModuleType:
+    """``swe.scenarios``: installed, the package; in a source checkout used without
+    installing it (``PYTHONPATH=.``, as ``scripts/gpu_bench.sh`` runs on a bare device
+    machine), the checkout's top-level ``scenarios/`` folder, registered under that name."""
+    try:
+        return importlib.import_module("swe.scenarios")
+    except ModuleNotFoundError as exc:
+        if exc.name != "swe.scenarios":
+            raise
+        folder = Path(__file__).resolve().parent.parent / "scenarios"
+        if not (folder / "__init__.py").is_file():
+            raise
+        spec = importlib.util.spec_from_file_location(
+            "swe.scenarios", folder / "__init__.py", submodule_search_locations=[str(folder)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["swe.scenarios"] = module
+        spec.loader.exec_module(module)
+        return module
 
 
 def load_module(name_or_path: str) -> ModuleType:
@@ -102,6 +122,7 @@ def load_module(name_or_path: str) -> ModuleType:
         if name_or_path not in names:
             raise ValueError(f"unknown scenario {name_or_path!r}; choose one of "
                              f"{', '.join(names)} or give a path to a .py file")
+        _scenarios_package()
         module = importlib.import_module(f"swe.scenarios.{name_or_path}")
     if not callable(getattr(module, "build", None)):
         raise ValueError(f"scenario {name_or_path!r} has no build(**params) function")

@@ -130,3 +130,28 @@ def test_from_netcdf_reads_a_file_and_reports_problems(tmp_path):
     ds.isel(y=slice(None, None, -1)).to_netcdf(tmp_path / "flipped.nc")
     flipped = scn.build("from_netcdf", dict(path=str(tmp_path / "flipped.nc")))
     np.testing.assert_array_equal(np.asarray(flipped.model.bed), np.asarray(sc.model.bed))
+
+
+def test_scenarios_from_an_uninstalled_checkout(tmp_path):
+    """A source checkout run with ``PYTHONPATH=.`` and no install (as scripts/gpu_bench.sh
+    runs on a bare device machine) finds the built-in scenarios in ``scenarios/``."""
+    import shutil
+    import site
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(swe.__file__).resolve().parent.parent
+    shutil.copytree(root / "swe", tmp_path / "swe",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(scn._scenarios_package().__file__).parent, tmp_path / "scenarios",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    # -S: no site hooks, so no installed (or editable) swe.scenarios to fall back on.
+    code = (f"import sys; sys.path[:0] = [{str(tmp_path)!r}]; "
+            f"sys.path += {site.getsitepackages() + [site.getusersitepackages()]!r}; "
+            "import swe.scenario as s; m = s.load_module('thacker_bowl'); "
+            "print(m.__file__); print(','.join(s.builtin_scenarios()))")
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == str(tmp_path / "scenarios" / "thacker_bowl.py")
+    assert out[1].split(",") == scn.builtin_scenarios()
