@@ -54,11 +54,11 @@ def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision=
         for rows in block_rows:
             for cols in block_cols:
                 for halo in halos:
-                    name = f"pallas-{rows}x{cols or 'full'}" + (
-                        "" if halo == pallas.HALO else f"-halo{halo}")
+                    name = f"pallas-{rows or 'auto'}x{cols or 'full'}-halo{halo}"
                     runs[name] = looped(functools.partial(
                         lambda s, rows, cols, halo: pallas.euler_step(
-                            model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols or None,
+                            model, 0.0, s, dt, beds, block_rows=rows or None,
+                            block_cols=cols or None,
                             halo=halo),
                         rows=rows, cols=cols, halo=halo))
         times = {k: [] for k in runs}
@@ -133,7 +133,8 @@ def roofline(n=1024):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=[1024, 2048])
-    p.add_argument("--block-rows", type=int, nargs="+", default=[16, 32])
+    p.add_argument("--block-rows", type=int, nargs="+", default=[0, 32],
+                   help="rows per block, multiples of 8; 0: the package's choice")
     p.add_argument("--block-cols", type=int, nargs="+", default=[0, 1024],
                    help="column block widths, multiples of 128; 0: full-width rows")
     p.add_argument("--halo", type=int, nargs="+", default=[pallas.HALO],

@@ -45,7 +45,7 @@ def variants():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, nargs="+", default=[2048])
-    p.add_argument("--block-rows", type=int, default=pallas.BLOCK_ROWS)
+    p.add_argument("--block-rows", type=int, default=None, help="default: as the package")
     p.add_argument("--halo", type=int, default=pallas.HALO)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)

@@ -43,17 +43,21 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-# Rows above and below each block: one sublane tile by default. The stencils need 2 (the
-# faces of the cell beyond the block's edge interface); fewer halo rows mean less work
-# recomputed per block (a 32-row block with 8 each side computes 48 rows, with 4 each side
-# 40). Mosaic takes windows whose height is a multiple of 8, so halos are multiples of 4;
-# ``halo=4`` is exact (tests) but its speed not yet measured (bench_stage_kernels.py --halo).
-HALO = 8
+# Rows above and below each block. The stencils reach 3 rows (a cell's draining factor
+# needs the faces of its neighbours, whose fluxes need theirs); Mosaic takes windows whose
+# height is a multiple of 8, so halos are multiples of 4. A block of 32 rows with 8 halo
+# rows each side computes 48 rows, with 4 each side 40.
+HALO = 4
 LEFT = 4          # columns before the first interior one with full-width rows
 LANE_HALO = 128   # the same with column blocks: their windows start on a lane tile
-# Rows per block: 32 was the quickest at N = 2048 (of 8 and 32) and 4096 (of 8 to 64; 128
-# ran out of on-chip memory); at 1024 128 rows were 10% quicker, but there "auto" takes XLA.
-BLOCK_ROWS = 32
+# Rows per block: the most of BLOCK_ROWS_CHOICES whose window (block and halos, by the
+# window's width) fits WINDOW_BYTES, and not more than the grid's rows. On a TPU v5e
+# (12-06, float32, ms per stage at N = 2048): 32 rows with 8-row halos 1.81, with 4-row
+# halos 1.73; 64 rows 1.71 / 1.67; 128 rows 1.67 / 1.66. At 4096 a 128-row window (2.4 MB
+# a field) ran out of on-chip memory, while 1.25 MB windows compiled at 2048; the limit
+# keeps to what has run (at 4096: 32 rows, 0.68 MB).
+BLOCK_ROWS_CHOICES = (128, 64, 32, 16, 8)
+WINDOW_BYTES = 1_200_000
 BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
 MAX_FULL_WIDTH = 4224  # 32 full-width rows of 4096 cells fit the on-chip memory; 128 did not
 VMEM_MB = 100
@@ -128,6 +132,16 @@ def taken(model, integrator="ssprk2") -> str:
         return chosen(model, model.padded_beds())
     except ValueError:
         return model.scheme.kernel
+
+
+def block_rows_for(ny, width, itemsize, halo=HALO):
+    """Rows per block for windows ``width`` wide of ``itemsize``-byte values (see
+    :data:`BLOCK_ROWS_CHOICES`)."""
+    rows = -(-ny // 8) * 8
+    for choice in BLOCK_ROWS_CHOICES:
+        if choice <= rows and (choice + 2 * halo) * width * itemsize <= WINDOW_BYTES:
+            return choice
+    return BLOCK_ROWS_CHOICES[-1]
 
 
 def layout(nx, ny, block_rows, block_cols, halo=HALO):
@@ -353,25 +367,31 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
 
 
 def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
-               block_rows=BLOCK_ROWS, block_cols=None, halo=HALO):
+               block_rows=None, block_cols=None, halo=HALO):
     """:meth:`swe.ShallowWater.euler_step` (without its ``predictor``) as one Pallas kernel;
-    for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8)
-    with ``halo`` rows each side (a multiple of 4), full width or, for ``block_cols`` (a multiple
-    of 128; by default for grids wider than ``MAX_FULL_WIDTH``), that many columns with 128
-    halo columns each side. Reverse-mode derivatives are those of XLA's stage
-    (``model.euler_step`` with ``kernel="xla"``)."""
+    for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8;
+    by default :func:`block_rows_for` the window's width) with ``halo`` rows each side (a
+    multiple of 4), full width or, for ``block_cols`` (a multiple of 128; by default for
+    grids wider than ``MAX_FULL_WIDTH``), that many columns with 128 halo columns each side.
+    Reverse-mode derivatives are those of XLA's stage (``model.euler_step`` with
+    ``kernel="xla"``)."""
     why = unsupported(model, beds)
     if why is not None:
         raise ValueError(f"the Pallas stage cannot run {why}")
-    if block_rows % 8 or block_rows < 8:
+    if block_rows is not None and (block_rows % 8 or block_rows < 8):
         raise ValueError(f"block_rows={block_rows} is invalid; expected a multiple of 8")
     if not isinstance(halo, int) or halo < 4 or halo % 4:
         raise ValueError(f"halo={halo!r} is invalid; expected a multiple of 4 (windows of "
                          "block_rows + 2 halo rows must be whole tiles of 8 rows)")
-    if block_cols is None and layout(*state.h.shape[::-1], block_rows, None)[1] > MAX_FULL_WIDTH:
+    ny, nx = state.h.shape
+    if block_cols is None and layout(nx, ny, 8, None, halo)[1] > MAX_FULL_WIDTH:
         block_cols = BLOCK_COLS
     if block_cols is not None and (block_cols % 128 or block_cols < 128):
         raise ValueError(f"block_cols={block_cols} is invalid; expected a multiple of 128")
+    if block_rows is None:
+        width = (layout(nx, ny, 8, None, halo)[1] if block_cols is None
+                 else block_cols + 2 * LANE_HALO)
+        block_rows = block_rows_for(ny, width, jnp.dtype(state.h.dtype).itemsize, halo)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
     dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
 

@@ -178,6 +178,21 @@ def test_the_kernel_choice():
         pallas.euler_step(model, 0.0, state, 0.01, beds, halo=2, interpret=True)
 
 
+def test_block_rows_fit_the_window_budget_and_the_grid():
+    for ny, width, itemsize in ((2048, 2176, 4), (4096, 4224, 4), (1024, 1152, 8),
+                                (40, 1152, 4), (5, 256, 4), (8192, 1280, 4)):
+        rows = pallas.block_rows_for(ny, width, itemsize)
+        assert rows in pallas.BLOCK_ROWS_CHOICES
+        assert rows == 8 or (rows + 2 * pallas.HALO) * width * itemsize <= pallas.WINDOW_BYTES
+        assert rows == 8 or rows <= -(-ny // 8) * 8
+        bigger = [c for c in pallas.BLOCK_ROWS_CHOICES if c > rows]
+        assert all((c + 2 * pallas.HALO) * width * itemsize > pallas.WINDOW_BYTES
+                   or c > -(-ny // 8) * 8 for c in bigger)
+    # The shapes measured on a TPU v5e: 128 rows at N = 2048, 32 at 4096.
+    assert pallas.block_rows_for(2048, 2176, 4) == 128
+    assert pallas.block_rows_for(4096, 4224, 4) == 32
+
+
 def test_the_kernel_lowers_for_a_tpu():
     """Pallas to Mosaic for a TPU (``jax.export``, no chip needed), float32, full-width rows
     (8 and 4 halo rows) and column blocks, with and without friction, forcing and
