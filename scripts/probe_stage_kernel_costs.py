@@ -11,6 +11,8 @@ Variants, each ms per forward-Euler stage on the benchmark problem (float32, a
 * ``minmod``: the minmod limiter instead of Koren's;
 * ``no-rolls``: every neighbour access returns the cell itself (wrong results; the cost of
   the rolls that fetch neighbours is the difference);
+* ``recompute-faces``: :data:`swe.pallas.RECOMPUTE_NEIGHBOUR_FACES` (a cell's neighbour's
+  faces recomputed from its stencil instead of rolled: the same results);
 * ``glue``: the XLA around the kernel alone (ghost cells, padding, cropping), by the stage
   with the kernel replaced by a copy of its inputs' interior.
 
@@ -39,6 +41,7 @@ def variants():
         "rusanov": (dict(riemann="rusanov"), False),
         "minmod": (dict(limiter="minmod"), False),
         "no-rolls": (dict(), True),
+        "recompute-faces": (dict(), "recompute"),
     }
 
 
@@ -69,7 +72,9 @@ def main(argv=None):
 
             fn = jax.jit(lambda s, stage=stage: jax.lax.fori_loop(
                 0, args.steps, lambda i, q: stage(q), s))
-            if no_rolls:
+            if no_rolls == "recompute":
+                pallas.RECOMPUTE_NEIGHBOUR_FACES = True
+            elif no_rolls:
                 pallas.pltpu = types.SimpleNamespace(
                     roll=lambda a, k, axis: a, CompilerParams=real_pltpu.CompilerParams,
                     SMEM=real_pltpu.SMEM)
@@ -83,6 +88,7 @@ def main(argv=None):
                 continue
             finally:
                 pallas.pltpu = real_pltpu
+                pallas.RECOMPUTE_NEIGHBOUR_FACES = False
             fns[name], states[name] = (fn, compile_s), state
         if not args.only or "glue" in args.only:
             model, state = bench.problem(n)

@@ -61,6 +61,10 @@ WINDOW_BYTES = 1_200_000
 BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
 MAX_FULL_WIDTH = 4224  # 32 full-width rows of 4096 cells fit the on-chip memory; 128 did not
 VMEM_MB = 100
+# Cell j + 1's left faces: computed again from its own stencil (True) or rolled from cell j's
+# results (False, the default). An experiment (scripts/probe_stage_kernel_costs.py): the
+# same arithmetic with one dependent roll fewer, twice the reconstruction work.
+RECOMPUTE_NEIGHBOUR_FACES = False
 
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 # "auto" takes the kernel on a TPU from this many cells up. Whole runs of the benchmark on a
@@ -253,16 +257,24 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
     outflow = jnp.zeros_like(h)
     for axis, un, ut, inv in ((1, u, v, inv_dx), (0, v, u, inv_dy)):
         if limiter is None:
-            right = left = (h, un, ut, b)
+            right = (h, un, ut, b)
+            left = [at(x, 1, axis) for x in right]
             slope = 0.0
         else:
-            stencil = [x for q in (h, un, ut, b) for x in (at(q, -1, axis), q, at(q, 1, axis))]
-            faces = muscl_cell(*stencil, g, h_dry, limiter=limiter)
+            near = {k: [at(q, k, axis) for q in (h, un, ut, b)]
+                    for k in ((-1, 1, 2) if RECOMPUTE_NEIGHBOUR_FACES else (-1, 1))}
+            near[0] = [h, un, ut, b]
+            faces = muscl_cell(*(x for q in zip(near[-1], near[0], near[1]) for x in q), g,
+                               h_dry, limiter=limiter)
             right, left = faces[:4], faces[4:]
             slope = _centred_bed_slope(faces, g)
+            if RECOMPUTE_NEIGHBOUR_FACES:  # cell j + 1's faces from its own stencil
+                left = muscl_cell(*(x for q in zip(near[0], near[1], near[2]) for x in q),
+                                  g, h_dry, limiter=limiter)[4:]
+            else:
+                left = [at(x, 1, axis) for x in left]
         # Interface j + 1/2, stored at cell j: its right face against cell j + 1's left face.
-        f_h, f_n, f_t, corr_l, corr_r = _interface(
-            *right, *(at(x, 1, axis) for x in left), g, riemann)
+        f_h, f_n, f_t, corr_l, corr_r = _interface(*right, *left, g, riemann)
         if axis in prescribed:  # inflows: the boundary faces' mass fluxes are given
             along, across, n_along, n_across = (col, row, nx, ny) if axis == 1 else (
                 row, col, ny, nx)
