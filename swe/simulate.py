@@ -99,7 +99,7 @@ def _check_state(state0, model: ShallowWater, dtype) -> State:
 def _cast(tree, dtype):
     return jax.tree.map(
         lambda x: x.astype(dtype) if eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.floating)
-        else x, tree)
+        and x.dtype != dtype else x, tree)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +127,10 @@ def default_cfl(integrator: str) -> float:
 
 
 def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
-             dt_min, dt_max) -> _Run:
+             dt_min, dt_max, state_checked=False) -> _Run:
+    """Validated, cast arguments of a run. ``state_checked``: ``state0`` is the ``state0``
+    of a :class:`_Run` already prepared for the same grid and dtype (ensemble members that
+    share a state are checked once: each check copies the fields to the host)."""
     if not isinstance(model, ShallowWater):
         raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater")
     integrator = check_choice("integrator", integrator, INTEGRATORS)
@@ -151,7 +154,8 @@ def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_
                              'jax.config.update("jax_enable_x64", True) before building arrays')
         dtype = jnp.dtype(name)
     dtype = jnp.dtype(dtype)
-    state0 = _check_state(state0, model, dtype)
+    if not state_checked:
+        state0 = _check_state(state0, model, dtype)
     times = output_times(save_at, t0, t_end)
     dt_min = 1e-9 * (t_end - t0) if dt_min is None else float(
         check_finite_scalar("dt_min", dt_min, lower=0.0))

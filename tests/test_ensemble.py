@@ -31,6 +31,25 @@ def test_ensemble_equals_a_loop_of_single_runs():
     assert ds.attrs["Conventions"] == "CF-1.10"
 
 
+def test_a_shared_initial_state_is_checked_once(monkeypatch):
+    """Checking a state copies its fields to the host; members sharing one pay it once."""
+    simulate_module = sys.modules["swe.simulate"]
+
+    calls = []
+    real = simulate_module._check_state
+    monkeypatch.setattr(simulate_module, "_check_state",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    model, s0 = bench.problem(16)
+    models = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(n))
+              for n in (0.01, 0.02, 0.03, 0.04)]
+    ens = swe.simulate_ensemble(models, s0, 0.2, envelopes=False)
+    assert len(calls) == 1 and len(ens) == 4
+    calls.clear()
+    other = swe.State(s0.h * 1.1, s0.hu, s0.hv)
+    swe.simulate_ensemble(models[0], [s0, other, s0], 0.2)
+    assert len(calls) == 2
+
+
 def test_ensemble_of_initial_states_and_member_count_checks():
     model, s0 = bench.problem(16)
     states = [swe.State(h=s0.h * a, hu=s0.hu, hv=s0.hv) for a in (1.0, 1.5)]
