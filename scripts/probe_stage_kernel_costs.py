@@ -95,9 +95,11 @@ def main(argv=None):
             state = jax.tree.map(lambda a: a.astype(jnp.float32), state)
             beds = jax.tree.map(lambda a: a.astype(jnp.float32), model.padded_beds())
 
-            def glue(s, model=model, beds=beds):
-                fields = pallas.padded_fields(model, 0.0, s, beds, args.block_rows, None,
-                                              args.halo)
+            rows = args.block_rows or pallas.block_rows_for(
+                n, pallas.layout(n, n, 8, None, args.halo)[1], 4, args.halo)
+
+            def glue(s, model=model, beds=beds, rows=rows):
+                fields = pallas.padded_fields(model, 0.0, s, beds, rows, None, args.halo)
                 fields = jax.lax.optimization_barrier(fields)
                 rows = slice(args.halo, args.halo + n)
                 cols = slice(pallas.LEFT, pallas.LEFT + n)
