@@ -54,8 +54,8 @@ step $PY scripts/bench_ensemble.py --n 128 --members 16 --precision float32
 step $PY scripts/bench_ensemble.py --n 256 --members 64 --precision float32
 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float32
 if [ "$BACKEND" = tpu ]; then
-  # The kernel on the chip for friction, Coriolis and inflows (kernel="auto" does not take
-  # it for them until this has run): scenarios with each kernel, compared.
+  # The kernel on the chip with friction, Coriolis and inflows (kernel="auto" takes it for
+  # them since this agreed on a TPU v5e, 12-06): scenarios with each kernel, compared.
   step $PY scripts/check_stage_kernels.py
   # A gradient (Manning friction) whose forward runs take the Pallas stage (its reverse
   # pass is XLA's), then XLA's.

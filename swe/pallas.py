@@ -7,8 +7,8 @@ the same stage in one kernel: each block of rows (with halo rows each side) is r
 every interface of both directions is computed in the chip's on-chip memory with the
 package's own per-interface functions (:func:`swe.reconstruction.muscl_cell`,
 ``_interface``; neighbours are rolls), and the block's new state is written once. On a
-TPU v5e (12-06, float32, benchmark dam break) it takes 1.82 ms a stage at N = 2048 against
-XLA's 3.60, and 9.45 ms at 4096 against 22.3; at 1024 XLA is quicker (0.37 against 0.41
+TPU v5e (12-06, float32, benchmark dam break) it takes 1.65 ms a stage at N = 2048 against
+XLA's 3.60, and 9.08 ms at 4096 against 22.3; at 1024 XLA is quicker (0.37 against 0.41
 ms), since its intermediates then stay on the chip as well.
 
 It gives :meth:`ShallowWater.euler_step` to round-off (the same functions in the same
@@ -24,12 +24,13 @@ exactly, and a whole run's gradient agrees with XLA's within the scheme's own ro
 sensitivity (its limiters and wave speeds have kinks; see tests/test_pallas.py).
 
 :class:`swe.FiniteVolume`'s ``kernel`` chooses: ``"auto"`` (the default) takes this kernel
-on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers and whose
-features have run on a chip (:func:`run_on_a_tpu`: as yet no friction, forcing or inflows),
-and XLA otherwise; ``"xla"`` never takes it; ``"pallas"`` always does, and refuses
-(ValueError) a model it does not cover or a backend that is not a TPU;
-``"pallas-interpret"`` runs the kernel in Pallas's interpret mode on any backend (slow; for
-tests).
+on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers, and XLA
+otherwise (on a TPU v5e, 12-06, whole runs of scenarios with zoned Manning friction and an
+inflow, with Coriolis and periodic sides, and with a moving shoreline ended with the two
+kernels' depths equal or within 4e-8 in relative L1: ``scripts/check_stage_kernels.py``);
+``"xla"`` never takes it; ``"pallas"`` always does, and refuses (ValueError) a model it
+does not cover or a backend that is not a TPU; ``"pallas-interpret"`` runs the kernel in
+Pallas's interpret mode on any backend (slow; for tests).
 """
 
 from __future__ import annotations
@@ -86,20 +87,6 @@ def unsupported(model, beds) -> str | None:
     return None
 
 
-def run_on_a_tpu(model) -> bool:
-    """Whether the kernel for ``model`` has run on a TPU chip, not only in interpret mode and
-    through Mosaic's lowering: as of 12-06 (TPU v5e) the benchmark's features, i.e. no
-    friction, no Coriolis, wind or mass sources and no inflows. ``kernel="auto"`` takes the
-    kernel only for these; ``kernel="pallas"`` opts in for the rest
-    (``scripts/check_stage_kernels.py`` compares the two kernels on a device)."""
-    from .boundaries import AbstractBoundary
-
-    inflow = any(type(bc).face_mass_flux is not AbstractBoundary.face_mass_flux
-                 for axis in (0, 1) for bc in model.boundaries.pair(axis))
-    return (model.friction is None and model.coriolis is None and model.wind is None
-            and not model.sources and not inflow)
-
-
 def chosen(model, beds, *, predictor=False) -> str:
     """``"xla"``, ``"pallas"`` or ``"pallas-interpret"``: the stage ``model.scheme.kernel``
     selects for this model on this backend; ValueError where ``"pallas"`` cannot run."""
@@ -110,8 +97,7 @@ def chosen(model, beds, *, predictor=False) -> str:
     if kernel == "auto":
         if backend != "tpu" or model.grid.nx * model.grid.ny < AUTO_MIN_CELLS:
             return "xla"
-        ok = unsupported(model, beds) is None and run_on_a_tpu(model)
-        return "pallas" if ok else "xla"
+        return "pallas" if unsupported(model, beds) is None else "xla"
     why = unsupported(model, beds)
     if why is not None:
         raise ValueError(f"kernel={model.scheme.kernel!r} cannot run {why}; use "

@@ -241,10 +241,10 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
     assert "tpu_custom_call" in lowered.mlir_module()
 
 
-def test_auto_takes_the_kernel_only_for_features_run_on_a_chip(monkeypatch):
+def test_auto_takes_the_kernel_for_models_it_covers_on_large_grids(monkeypatch):
     """On a TPU (the backend faked) ``kernel="auto"`` takes the kernel from 1536^2 cells for
-    the benchmark's features, and XLA's stage below that size, for friction, forcing and
-    inflows (not yet run on a chip), THINC-BVD and 1-D channels."""
+    every model it covers (friction, forcing and inflows too), and XLA's stage below that
+    size, for THINC-BVD and for 1-D channels."""
     monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
     grid = swe.Grid(nx=1536, ny=1536, x=(0.0, 1.0), y=(0.0, 1.0))
     small = swe.Grid(nx=1024, ny=1024, x=(0.0, 1.0), y=(0.0, 1.0))
@@ -259,11 +259,12 @@ def test_auto_takes_the_kernel_only_for_features_run_on_a_chip(monkeypatch):
     assert choice(small) == "xla"
     for kwargs in (dict(friction=swe.Manning(0.03)), dict(coriolis=swe.BetaPlane(1e-4)),
                    dict(wind=swe.WindStress(0.1, 0.0)), dict(sources=(swe.Rain(1e-6),)),
-                   dict(boundaries=swe.Boundaries(west=swe.Inflow(1.0))),
-                   dict(scheme=swe.FiniteVolume(limiter="thinc-bvd"))):
-        assert choice(**kwargs) == "xla", kwargs
-    # Opting in takes the kernel for the features not yet run on a chip.
-    assert choice(friction=swe.Manning(0.03), scheme=swe.FiniteVolume(kernel="pallas")) == "pallas"
+                   dict(boundaries=swe.Boundaries(west=swe.Inflow(1.0)))):
+        assert choice(**kwargs) == "pallas", kwargs
+        assert choice(small, **kwargs) == "xla", kwargs
+    assert choice(scheme=swe.FiniteVolume(limiter="thinc-bvd")) == "xla"
+    channel = swe.Grid(nx=1536 * 1536, ny=1, x=(0.0, 1.0), y=(0.0, 1.0))
+    assert choice(channel) == "xla"
 
 
 def test_check_stage_kernels_script_compares_scenarios(capsys):
