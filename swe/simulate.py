@@ -19,7 +19,7 @@ from .errors import (SimulationError, check_choice, check_field, check_finite_sc
 from .model import ShallowWater
 from .state import State
 from .stepping import (INTEGRATORS, AbstractSSPRK, CFLController, Envelopes, FixedController,
-                       ShallowWaterTerm, Tracked, state_of)
+                       ShallowWaterTerm, Tracked, start_envelopes, state_of)
 
 
 class Result(eqx.Module):
@@ -242,7 +242,7 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     gauges = _check_gauges(gauges, run.model)
     y0 = run.state0
     if envelopes:
-        y0 = Tracked(y0, Envelopes.start(run.t0, y0, arrival_threshold, run.model.h_dry))
+        y0 = Tracked(y0, start_envelopes(run.t0, y0, arrival_threshold, run.model.h_dry))
     stops = np.unique(np.append(run.times, run.t_end))
     # One output at t_end (the common case in gradients and benchmarks): saved as t1 alone.
     only_end = run.times.size == 1 and run.times[0] == run.t_end
@@ -300,7 +300,7 @@ def iterate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, 
     run = _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
                    dt_min, dt_max)
     solve = _solve if mesh is None else _mesh_solver(mesh, run.model.grid)
-    y = Tracked(run.state0, Envelopes.start(run.t0, run.state0, arrival_threshold,
+    y = Tracked(run.state0, start_envelopes(run.t0, run.state0, arrival_threshold,
                                             run.model.h_dry))
     steps = 0
     if progress is not None:

@@ -55,6 +55,11 @@ class Envelopes(eqx.Module):
                          self.threshold)
 
 
+# Envelopes.start as one compiled call: a dozen eager operations otherwise, each a dispatch
+# of its own (on an accelerator, more than a small run's steps cost).
+start_envelopes = jax.jit(Envelopes.start)
+
+
 class Tracked(eqx.Module):
     """The solver's carry when envelopes are tracked: the state and its envelopes."""
 
