@@ -97,9 +97,12 @@ def _check_state(state0, model: ShallowWater, dtype) -> State:
 
 
 def _cast(tree, dtype):
+    # Even leaves already in ``dtype``: the cast also makes weakly typed values (Python
+    # floats made arrays) strong, so that a parameter given one way or the other does not
+    # change the compiled signature (tests/test_bench.py checks for recompilation).
     return jax.tree.map(
         lambda x: x.astype(dtype) if eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.floating)
-        and x.dtype != dtype else x, tree)
+        else x, tree)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -69,20 +69,24 @@ def _cases():
 
 
 @pytest.mark.parametrize("case", list(_cases()), ids=lambda c: c[0])
-def test_pallas_stage_equals_the_xla_stage(case):
-    """Full-width rows (blocks of 8 and 16 rows, 8 halo rows; 8 rows with 4) and column
-    blocks of 128, float64, interpret mode: every field to round-off (measured: 0 to
-    1.7e-16 of values ~1)."""
+def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
+    """Full-width rows (blocks of 8 and 16 rows, 8 halo rows; 8 rows with 4; the default
+    block rows with the neighbour's faces recomputed instead of rolled) and column blocks of
+    128, float64, interpret mode: every field to round-off (measured: 0 to 1.7e-16 of
+    values ~1)."""
     _, model, state, dt = case
     beds = model.padded_beds()
     want = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds))(state)
     assert bool(jnp.all(want.h >= 0.0))
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
-    for rows, cols, halo in ((8, None, 8), (16, None, 8), (8, 128, 8), (8, None, 4)):
+    for rows, cols, halo, recompute in ((8, None, 8, False), (16, None, 8, False),
+                                        (8, 128, 8, False), (8, None, 4, False),
+                                        (None, None, 4, True)):
+        monkeypatch.setattr(pallas, "RECOMPUTE_NEIGHBOUR_FACES", recompute)
         got = jax.jit(lambda s: pallas.euler_step(
             model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols, halo=halo,
             interpret=True))(state)
-        assert _max_diff(got, want) <= 1e-14 * scale, (rows, cols, halo)
+        assert _max_diff(got, want) <= 1e-14 * scale, (rows, cols, halo, recompute)
 
 
 def test_stage_vjp_is_the_xla_stage_vjp():
