@@ -97,12 +97,16 @@ def _check_state(state0, model: ShallowWater, dtype) -> State:
 
 
 def _cast(tree, dtype):
-    # Even leaves already in ``dtype``: the cast also makes weakly typed values (Python
-    # floats made arrays) strong, so that a parameter given one way or the other does not
-    # change the compiled signature (tests/test_bench.py checks for recompilation).
-    return jax.tree.map(
-        lambda x: x.astype(dtype) if eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.floating)
-        else x, tree)
+    # Weakly typed leaves (Python floats made arrays) are cast even when already in
+    # ``dtype``: the cast makes them strong, so that a parameter given one way or the other
+    # does not change the compiled signature (tests/test_bench.py checks for recompilation).
+    # Strong leaves already in ``dtype`` are left alone (a cast is a dispatch of its own).
+    def cast(x):
+        floating = eqx.is_array(x) and jnp.issubdtype(x.dtype, jnp.floating)
+        if floating and (x.dtype != dtype or getattr(x, "weak_type", True)):
+            return x.astype(dtype)
+        return x
+    return jax.tree.map(cast, tree)
 
 
 @dataclasses.dataclass(frozen=True)
