@@ -95,14 +95,14 @@ def main(argv=None):
             state = jax.tree.map(lambda a: a.astype(jnp.float32), state)
             beds = jax.tree.map(lambda a: a.astype(jnp.float32), model.padded_beds())
 
-            rows = args.block_rows or pallas.block_rows_for(
-                n, pallas.layout(n, n, 8, None, args.halo)[1], 4, args.halo)
+            shape = pallas.block_shape(n, n, 4, args.block_rows, None, args.halo)
+            left = pallas.layout(n, n, *shape, args.halo)[2]
 
-            def glue(s, model=model, beds=beds, rows=rows):
-                fields = pallas.padded_fields(model, 0.0, s, beds, rows, None, args.halo)
+            def glue(s, model=model, beds=beds, shape=shape, left=left):
+                fields = pallas.padded_fields(model, 0.0, s, beds, *shape, args.halo)
                 fields = jax.lax.optimization_barrier(fields)
                 rows = slice(args.halo, args.halo + n)
-                cols = slice(pallas.LEFT, pallas.LEFT + n)
+                cols = slice(left, left + n)
                 return type(s)(*(f[rows, cols] for f in fields[:3]))
 
             fn = jax.jit(lambda s: jax.lax.fori_loop(0, args.steps, lambda i, q: glue(q), s))

@@ -134,6 +134,20 @@ def block_rows_for(ny, width, itemsize, halo=HALO):
     return BLOCK_ROWS_CHOICES[-1]
 
 
+def block_shape(ny, nx, itemsize, block_rows=None, block_cols=None, halo=HALO):
+    """``(block_rows, block_cols)`` of :func:`euler_step` for an ``(ny, nx)`` grid of
+    ``itemsize``-byte values, the defaults filled in: column blocks of :data:`BLOCK_COLS`
+    for grids wider than :data:`MAX_FULL_WIDTH` (None: full-width rows), rows by
+    :func:`block_rows_for` the window's width."""
+    full_width = layout(nx, ny, 8, None, halo)[1]
+    if block_cols is None and full_width > MAX_FULL_WIDTH:
+        block_cols = BLOCK_COLS
+    if block_rows is None:
+        width = full_width if block_cols is None else block_cols + 2 * LANE_HALO
+        block_rows = block_rows_for(ny, width, itemsize, halo)
+    return block_rows, block_cols
+
+
 def layout(nx, ny, block_rows, block_cols, halo=HALO):
     """``(rows, width, left)`` of the padded fields: interior cell ``(i, j)`` at
     ``(halo + i, left + j)``; ``rows`` covers ``ny`` rounded up to ``block_rows`` and a halo
@@ -381,15 +395,10 @@ def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
     if not isinstance(halo, int) or halo < 4 or halo % 4:
         raise ValueError(f"halo={halo!r} is invalid; expected a multiple of 4 (windows of "
                          "block_rows + 2 halo rows must be whole tiles of 8 rows)")
-    ny, nx = state.h.shape
-    if block_cols is None and layout(nx, ny, 8, None, halo)[1] > MAX_FULL_WIDTH:
-        block_cols = BLOCK_COLS
     if block_cols is not None and (block_cols % 128 or block_cols < 128):
         raise ValueError(f"block_cols={block_cols} is invalid; expected a multiple of 128")
-    if block_rows is None:
-        width = (layout(nx, ny, 8, None, halo)[1] if block_cols is None
-                 else block_cols + 2 * LANE_HALO)
-        block_rows = block_rows_for(ny, width, jnp.dtype(state.h.dtype).itemsize, halo)
+    block_rows, block_cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,
+                                         block_rows, block_cols, halo)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
     dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
 

@@ -122,7 +122,6 @@ def load_module(name_or_path: str) -> ModuleType:
         if name_or_path not in names:
             raise ValueError(f"unknown scenario {name_or_path!r}; choose one of "
                              f"{', '.join(names)} or give a path to a .py file")
-        _scenarios_package()
         module = importlib.import_module(f"swe.scenarios.{name_or_path}")
     if not callable(getattr(module, "build", None)):
         raise ValueError(f"scenario {name_or_path!r} has no build(**params) function")
