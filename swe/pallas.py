@@ -163,24 +163,36 @@ def layout(nx, ny, block_rows, block_cols, halo=HALO):
 def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     """``(h, hu, hv, bed)`` in :func:`layout` with the model's ghost cells (two layers, or
     one first order): those along x in the rows of the interior, those along y in its
-    columns. Beyond the ghost cells the fields repeat their edge values (finite, unused)."""
-    from .boundaries import fill_halo
+    columns. Elsewhere (corners, and beyond the ghost cells) zeros: finite, and unused by
+    the interior's update.
+
+    Each field is one zero-padding pass over the interior and four thin in-place updates
+    (the ghost cells). The fields were built before by concatenating ghost cells along each
+    axis, overlaying the two versions and padding with edge values: on a TPU v5e (12-06,
+    N = 2048, float32) that took 0.57 ms a stage against the kernel's ~1.1 ms (XLA wrote
+    each field some four times over)."""
+    from .boundaries import ghost_cells
 
     ny, nx = state.h.shape
     ng = model.scheme.ghost_cells
     kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
-    along_x = fill_halo(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1, **kw)
-    h_y, hv_y, hu_y = fill_halo(state.h, state.hv, state.hu, beds[0], model.boundaries,
-                                axis=0, **kw)
-    bed = jnp.zeros((ny + 2 * ng, nx + 2 * ng), state.h.dtype)
-    bed = bed.at[ng:ng + ny, :].set(beds[1]).at[:, ng:ng + nx].set(beds[0])
     rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
-    pad = ((halo - ng, rows - ny - halo - ng), (left - ng, width - nx - left - ng))
-    out = []
-    for x_version, y_version in zip(along_x, (h_y, hu_y, hv_y)):
-        full = jnp.zeros_like(bed).at[ng:ng + ny, :].set(x_version)
-        out.append(jnp.pad(full.at[:, ng:ng + nx].set(y_version), pad, mode="edge"))
-    return (*out, jnp.pad(bed, pad, mode="edge"))
+    pad = ((halo, rows - ny - halo), (left, width - nx - left))
+    inner_rows, inner_cols = slice(halo, halo + ny), slice(left, left + nx)
+    out = [jnp.pad(f, pad) for f in (state.h, state.hu, state.hv)]
+    lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1,
+                         **kw)
+    out = [f.at[inner_rows, left - ng:left].set(a).at[inner_rows, left + nx:left + nx + ng]
+           .set(b) for f, a, b in zip(out, lo, hi)]
+    lo, hi = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries, axis=0,
+                         **kw)
+    for k, a, b in zip((0, 2, 1), lo, hi):  # along y the normal momentum is hv
+        out[k] = out[k].at[halo - ng:halo, inner_cols].set(a).at[
+            halo + ny:halo + ny + ng, inner_cols].set(b)
+    bed = jnp.pad(beds[1], ((halo, rows - ny - halo), (left - ng, width - nx - left - ng)))
+    bed = bed.at[halo - ng:halo, inner_cols].set(beds[0][:ng]).at[
+        halo + ny:halo + ny + ng, inner_cols].set(beds[0][ny + ng:])
+    return (*out, bed.astype(state.h.dtype))
 
 
 def _prescribed_faces(model, t, shape, layout_, dtype, halo):
