@@ -49,7 +49,7 @@ from jax.experimental.pallas import tpu as pltpu
 # height is a multiple of 8, so halos are multiples of 4. A block of 32 rows with 8 halo
 # rows each side computes 48 rows, with 4 each side 40.
 HALO = 4
-LEFT = 4          # columns before the first interior one with full-width rows
+MARGIN = 4        # columns each side of the interior with full-width rows (wrapped)
 LANE_HALO = 128   # the same with column blocks: their windows start on a lane tile
 # Rows per block: the most of BLOCK_ROWS_CHOICES whose window (block and halos, by the
 # window's width) fits WINDOW_BYTES, and not more than the grid's rows. On a TPU v5e
@@ -151,12 +151,15 @@ def block_shape(ny, nx, itemsize, block_rows=None, block_cols=None, halo=HALO):
 def layout(nx, ny, block_rows, block_cols, halo=HALO):
     """``(rows, width, left)`` of the padded fields: interior cell ``(i, j)`` at
     ``(halo + i, left + j)``; ``rows`` covers ``ny`` rounded up to ``block_rows`` and a halo
-    each side; full-width rows (``block_cols`` None) have ``left = 4`` and a width that is a
-    multiple of 128 with at least 4 columns after the last interior one; column blocks have
-    128 halo columns each side."""
+    each side. Full-width rows (``block_cols`` None) have ``left = 0`` and a width that is
+    a multiple of 128 with at least :data:`MARGIN` columns after the last interior one and
+    before the first, counted from the last column backwards: the kernel's neighbours are
+    rolls, which wrap, so column ``width - 1`` is column -1 (so the interior starts on a
+    lane tile and a block's new rows are written without a shift). Column blocks have 128
+    halo columns each side."""
     rows = 2 * halo + -(-ny // block_rows) * block_rows
     if block_cols is None:
-        return rows, -(-(nx + 2 * LEFT) // 128) * 128, LEFT
+        return rows, -(-(nx + 2 * MARGIN) // 128) * 128, 0
     return rows, 2 * LANE_HALO + -(-nx // block_cols) * block_cols, LANE_HALO
 
 
@@ -182,14 +185,17 @@ def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     out = [jnp.pad(f, pad) for f in (state.h, state.hu, state.hv)]
     lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1,
                          **kw)
-    out = [f.at[inner_rows, left - ng:left].set(a).at[inner_rows, left + nx:left + nx + ng]
-           .set(b) for f, a, b in zip(out, lo, hi)]
+    low = slice(left - ng, left) if left else slice(width - ng, width)  # wrapped: see layout
+    out = [f.at[inner_rows, low].set(a).at[inner_rows, left + nx:left + nx + ng].set(b)
+           for f, a, b in zip(out, lo, hi)]
     lo, hi = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries, axis=0,
                          **kw)
     for k, a, b in zip((0, 2, 1), lo, hi):  # along y the normal momentum is hv
         out[k] = out[k].at[halo - ng:halo, inner_cols].set(a).at[
             halo + ny:halo + ny + ng, inner_cols].set(b)
-    bed = jnp.pad(beds[1], ((halo, rows - ny - halo), (left - ng, width - nx - left - ng)))
+    bed = jnp.pad(beds[1][:, ng:ng + nx], pad)
+    bed = bed.at[inner_rows, low].set(beds[1][:, :ng]).at[
+        inner_rows, left + nx:left + nx + ng].set(beds[1][:, ng + nx:])
     bed = bed.at[halo - ng:halo, inner_cols].set(beds[0][:ng]).at[
         halo + ny:halo + ny + ng, inner_cols].set(beds[0][ny + ng:])
     return (*out, bed.astype(state.h.dtype))
@@ -214,7 +220,7 @@ def _prescribed_faces(model, t, shape, layout_, dtype, halo):
             edge = jnp.broadcast_to(jnp.squeeze(jnp.asarray(value, dtype)),
                                     (nx,) if axis == 0 else (ny,))
             if axis == 1:
-                col = left - 1 if side < 0 else left + nx - 1
+                col = (left - 1) % width if side < 0 else left + nx - 1
                 values = values.at[halo:halo + ny, col].set(edge)
             else:
                 row = halo - 1 if side < 0 else halo + ny - 1
@@ -258,10 +264,11 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
 
     row = (jax.lax.broadcasted_iota(jnp.int32, shape, 0) + pl.program_id(0) * block_rows
            - halo)
-    col = jax.lax.broadcasted_iota(jnp.int32, shape, 1) - (
-        LEFT if block_cols is None else LANE_HALO)
-    if block_cols is not None:
-        col = col + pl.program_id(1) * block_cols
+    col = jax.lax.broadcasted_iota(jnp.int32, shape, 1)
+    if block_cols is None:  # the last MARGIN columns are those before the first (wrapped)
+        col = jnp.where(col >= shape[1] - MARGIN, col - shape[1], col)
+    else:
+        col = col - LANE_HALO + pl.program_id(1) * block_cols
     interior = (row >= 0) & (row < ny) & (col >= 0) & (col < nx)
     u = desingularised_velocity(h, hu, h_dry)
     v = desingularised_velocity(h, hv, h_dry)
@@ -325,7 +332,8 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
             s_ref[0, next(scalars)] if kind == "scalar" else next(fields)[...]
             for kind in friction_kinds])
     new = ShallowWater._update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry)
-    cols = slice(None) if block_cols is None else slice(LANE_HALO, LANE_HALO + block_cols)
+    cols = (slice(0, -(-nx // 128) * 128) if block_cols is None
+            else slice(LANE_HALO, LANE_HALO + block_cols))
     for ref, x in zip((oh_ref, ohu_ref, ohv_ref), new):
         ref[...] = x[halo:halo + block_rows, cols]
 
@@ -366,11 +374,10 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
         forcing=forcing, friction_def=friction_def, friction_kinds=friction_kinds,
         prescribed={axis: sides for axis, (sides, _) in faces.items()})
     if block_cols is None:
-        n_cols, out_width = 1, width
+        n_cols, out_width = 1, -(-nx // 128) * 128  # the interior's columns, whole tiles
         window = pl.BlockSpec((pl.Element(block_rows + 2 * halo), pl.Element(width)),
                               lambda i, j: (i * block_rows, 0))
-        out_block = pl.BlockSpec((block_rows, width), lambda i, j: (i, 0))
-        crop = slice(left, left + nx)
+        out_block = pl.BlockSpec((block_rows, out_width), lambda i, j: (i, 0))
     else:
         out_width = width - 2 * LANE_HALO
         n_cols = out_width // block_cols
@@ -378,7 +385,6 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
                                pl.Element(block_cols + 2 * LANE_HALO)),
                               lambda i, j: (i * block_rows, j * block_cols))
         out_block = pl.BlockSpec((block_rows, block_cols), lambda i, j: (i, j))
-        crop = slice(0, nx)
     out_shape = jax.ShapeDtypeStruct((rows - 2 * halo, out_width), dtype)
     extra = {} if interpret else dict(
         compiler_params=pltpu.CompilerParams(vmem_limit_bytes=VMEM_MB * 2**20))
@@ -387,7 +393,7 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
         in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)] + [window] * len(fields),
         out_specs=[out_block] * 3, out_shape=[out_shape] * 3, interpret=interpret,
         **extra)(scalars, *fields)
-    return State(h=h[:ny, crop], hu=hu[:ny, crop], hv=hv[:ny, crop])
+    return State(h=h[:ny, :nx], hu=hu[:ny, :nx], hv=hv[:ny, :nx])  # no copy if aligned
 
 
 def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
