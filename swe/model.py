@@ -90,6 +90,12 @@ class FiniteVolume(eqx.Module):
         return RIEMANN_SOLVERS[self.riemann.lower()]
 
 
+def blended(alpha, base, new):
+    """``alpha * base + (1 - alpha) * new``, leaf by leaf: a stage of an SSP Runge-Kutta
+    scheme in Shu-Osher form (``alpha`` a Python float)."""
+    return jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, base, new)
+
+
 def _interface(hL, uL, vL, bL, hR, uR, vR, bR, g, riemann):
     """Flux through one interface and the hydrostatic pressure corrections of its sides."""
     hL_star, hR_star = hydrostatic_reconstruction(hL, bL, hR, bR)
@@ -616,22 +622,42 @@ class ShallowWater(eqx.Module):
         return scale
 
     def euler_step(self, t, state: State, dt, beds, *, predictor=False,
-                   sources=True) -> State:
+                   sources=True, blend=None) -> State:
         """One positivity-preserving forward Euler step, the stage of every SSP-RK scheme.
 
         Explicit fluxes (draining-time limited) and sources, then semi-implicit friction.
         Only the directions in ``beds`` are swept. ``predictor``: MUSCL-Hancock face values
         (a sweep of :meth:`split_step`); ``sources=False`` leaves out the forcing and the
-        friction. Computed by :meth:`xla_euler_step` or by the Pallas kernel of
-        :mod:`swe.pallas`, as ``scheme.kernel`` chooses (:func:`swe.pallas.chosen`).
+        friction. ``blend=(alpha, base)`` returns :func:`blended` ``(alpha, base, step)``,
+        a stage of an SSP Runge-Kutta scheme in Shu-Osher form. Computed by
+        :meth:`xla_euler_step` or by the Pallas kernel of :mod:`swe.pallas` (the blend
+        included), as ``scheme.kernel`` chooses (:func:`swe.pallas.chosen`).
         """
         from . import pallas
 
         kernel = pallas.chosen(self, beds, predictor=predictor)
         if kernel != "xla":
-            return pallas.euler_step(self, t, state, dt, beds, sources=sources,
+            return pallas.euler_step(self, t, state, dt, beds, sources=sources, blend=blend,
                                      interpret=kernel == "pallas-interpret")
-        return self.xla_euler_step(t, state, dt, beds, predictor=predictor, sources=sources)
+        new = self.xla_euler_step(t, state, dt, beds, predictor=predictor, sources=sources)
+        return new if blend is None else blended(*blend, new)
+
+    def ssp_step(self, t, state: State, dt, beds, stages=()) -> State:
+        """A step of an SSP Runge-Kutta scheme in Shu-Osher form over :meth:`euler_step`
+        stages: the first from ``state`` at ``t``, then per ``(alpha, c)`` in ``stages``
+        :func:`blended` ``(alpha, state, euler_step(t + c dt, previous))``. Through the
+        Pallas kernel (:func:`swe.pallas.ssp_step`, its stages chained in the kernel's
+        layout) where ``scheme.kernel`` takes it."""
+        from . import pallas
+
+        kernel = pallas.chosen(self, beds)
+        if kernel != "xla":
+            return pallas.ssp_step(self, t, state, dt, beds, stages,
+                                   interpret=kernel == "pallas-interpret")
+        y = self.euler_step(t, state, dt, beds)
+        for alpha, c in stages:
+            y = self.euler_step(t + c * dt, y, dt, beds, blend=(alpha, state))
+        return y
 
     def xla_euler_step(self, t, state: State, dt, beds, *, predictor=False,
                        sources=True) -> State:

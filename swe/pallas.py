@@ -7,9 +7,11 @@ the same stage in one kernel: each block of rows (with halo rows each side) is r
 every interface of both directions is computed in the chip's on-chip memory with the
 package's own per-interface functions (:func:`swe.reconstruction.muscl_cell`,
 ``_interface``; neighbours are rolls), and the block's new state is written once. On a
-TPU v5e (12-06, float32, benchmark dam break) it takes 1.65 ms a stage at N = 2048 against
-XLA's 3.60, and 9.08 ms at 4096 against 22.3; at 1024 XLA is quicker (0.37 against 0.41
-ms), since its intermediates then stay on the chip as well.
+TPU v5e (12-06, float32, benchmark dam break) a stage took 1.07 ms at N = 2048 with the
+padding around the kernel (fourth session) against XLA's 3.60, and the kernel 9.08 ms at
+4096 against 22.3 (third session, padding then 4x slower); at 1024 XLA is quicker (0.37
+against 0.41 ms), since its intermediates then stay on the chip as well.
+:func:`ssp_step` chains the stages of an SSP Runge-Kutta step in the kernel's layout.
 
 It gives :meth:`ShallowWater.euler_step` to round-off (the same functions in the same
 order): MUSCL with any slope or face limiter, or first order; any Riemann solver;
@@ -66,6 +68,9 @@ VMEM_MB = 100
 # results (False, the default). An experiment (scripts/probe_stage_kernel_costs.py): the
 # same arithmetic with one dependent roll fewer, twice the reconstruction work.
 RECOMPUTE_NEIGHBOUR_FACES = False
+# Halo rows of the chained stages of :func:`ssp_step`: a stage written in the layout has
+# its first row there, and Mosaic takes an output window only on a tile of 8 rows.
+CHAINED_HALO = 8
 
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 # "auto" takes the kernel on a TPU from this many cells up. Whole runs of the benchmark on a
@@ -174,31 +179,56 @@ def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     axis, overlaying the two versions and padding with edge values: on a TPU v5e (12-06,
     N = 2048, float32) that took 0.57 ms a stage against the kernel's ~1.1 ms (XLA wrote
     each field some four times over)."""
-    from .boundaries import ghost_cells
-
     ny, nx = state.h.shape
     ng = model.scheme.ghost_cells
-    kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
     rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
     pad = ((halo, rows - ny - halo), (left, width - nx - left))
     inner_rows, inner_cols = slice(halo, halo + ny), slice(left, left + nx)
-    out = [jnp.pad(f, pad) for f in (state.h, state.hu, state.hv)]
-    lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1,
-                         **kw)
+    out = _set_ghosts(model, t, [jnp.pad(f, pad) for f in (state.h, state.hu, state.hv)],
+                      state, beds, left, halo)
     low = slice(left - ng, left) if left else slice(width - ng, width)  # wrapped: see layout
-    out = [f.at[inner_rows, low].set(a).at[inner_rows, left + nx:left + nx + ng].set(b)
-           for f, a, b in zip(out, lo, hi)]
-    lo, hi = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries, axis=0,
-                         **kw)
-    for k, a, b in zip((0, 2, 1), lo, hi):  # along y the normal momentum is hv
-        out[k] = out[k].at[halo - ng:halo, inner_cols].set(a).at[
-            halo + ny:halo + ny + ng, inner_cols].set(b)
     bed = jnp.pad(beds[1][:, ng:ng + nx], pad)
     bed = bed.at[inner_rows, low].set(beds[1][:, :ng]).at[
         inner_rows, left + nx:left + nx + ng].set(beds[1][:, ng + nx:])
     bed = bed.at[halo - ng:halo, inner_cols].set(beds[0][:ng]).at[
         halo + ny:halo + ny + ng, inner_cols].set(beds[0][ny + ng:])
     return (*out, bed.astype(state.h.dtype))
+
+
+def _set_ghosts(model, t, fields, state, beds, left, halo):
+    """``fields`` (h, hu, hv in :func:`layout`) with the ghost cells of ``state`` (their
+    interior) at time ``t`` written in place."""
+    from .boundaries import ghost_cells
+
+    ny, nx = state.h.shape
+    width = fields[0].shape[1]
+    ng = model.scheme.ghost_cells
+    kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
+    inner_rows, inner_cols = slice(halo, halo + ny), slice(left, left + nx)
+    low = slice(left - ng, left) if left else slice(width - ng, width)  # wrapped: see layout
+    lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1,
+                         **kw)
+    out = [f.at[inner_rows, low].set(a).at[inner_rows, left + nx:left + nx + ng].set(b)
+           for f, a, b in zip(fields, lo, hi)]
+    lo, hi = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries, axis=0,
+                         **kw)
+    for k, a, b in zip((0, 2, 1), lo, hi):  # along y the normal momentum is hv
+        out[k] = out[k].at[halo - ng:halo, inner_cols].set(a).at[
+            halo + ny:halo + ny + ng, inner_cols].set(b)
+    return out
+
+
+def _refilled(model, t, fields, beds, shape, halo):
+    """A stage's new state in :func:`layout` (full-width rows; rows outside the blocks'
+    never written) made a next stage's input: the rows above and below the blocks zeroed,
+    then the ghost cells of time ``t``, all in place. The columns beyond the ghost cells
+    keep what the kernel computed there (finite, unused)."""
+    from .state import State
+
+    ny, nx = shape
+    state = State(*(f[halo:halo + ny, :nx] for f in fields))
+    fields = [f.at[:halo].set(0.0).at[halo + ny:].set(0.0) for f in fields]
+    return _set_ghosts(model, t, fields, state, beds, 0, halo)
 
 
 def _prescribed_faces(model, t, shape, layout_, dtype, halo):
@@ -237,13 +267,14 @@ def _pad_pointwise(field, rows, width, left, halo):
 
 
 def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll, forcing,
-            friction_def, friction_kinds, prescribed):
+            friction_def, friction_kinds, prescribed, alpha, cols):
     """One block. ``refs``: the SMEM scalars (dt, g, h_dry, 1/dx, 1/dy, then the friction
     law's scalar coefficients), the windows of h, hu, hv and bed, of the forcing rates
     present (``forcing``: which of dh, dhu, dhv), of the prescribed face fluxes
     (``prescribed``: per axis that has them, which of its sides; see
     :func:`_prescribed_faces`) and of the friction law's field coefficients
-    (``friction_kinds``: "scalar" or "field" per leaf), then the outputs."""
+    (``friction_kinds``: "scalar" or "field" per leaf), with ``alpha`` (not None) the
+    blocks of the state to blend with (see :func:`euler_step`), then the outputs."""
     from .model import ShallowWater, _centred_bed_slope, _interface
     from .reconstruction import muscl_cell
     from .state import desingularised_velocity
@@ -252,7 +283,9 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
     s_ref, h_ref, hu_ref, hv_ref, b_ref = refs[:5]
     rate_refs = refs[5:5 + n_rates]
     face_refs = dict(zip(prescribed, refs[5 + n_rates:5 + n_rates + len(prescribed)]))
-    coefficient_refs = refs[5 + n_rates + len(prescribed):-3]
+    n_blend = 0 if alpha is None else 3
+    coefficient_refs = refs[5 + n_rates + len(prescribed):len(refs) - 3 - n_blend]
+    blend_refs = refs[len(refs) - 3 - n_blend:-3]
     oh_ref, ohu_ref, ohv_ref = refs[-3:]
     dt, g, h_dry, inv_dx, inv_dy = (s_ref[0, k] for k in range(5))
     h, hu, hv, b = h_ref[...], hu_ref[...], hv_ref[...], b_ref[...]
@@ -332,20 +365,24 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
             s_ref[0, next(scalars)] if kind == "scalar" else next(fields)[...]
             for kind in friction_kinds])
     new = ShallowWater._update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry)
-    cols = (slice(0, -(-nx // 128) * 128) if block_cols is None
-            else slice(LANE_HALO, LANE_HALO + block_cols))
-    for ref, x in zip((oh_ref, ohu_ref, ohv_ref), new):
-        ref[...] = x[halo:halo + block_rows, cols]
+    for k, (ref, x) in enumerate(zip((oh_ref, ohu_ref, ohv_ref), new)):
+        x = x[halo:halo + block_rows, cols]
+        ref[...] = x if alpha is None else alpha * blend_refs[k][...] + (1.0 - alpha) * x
 
 
-def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_cols, halo):
-    """The kernel's stage (no gradient rule; see :func:`euler_step`)."""
+def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_cols, halo,
+             alpha=None, base=None, padded=None, out_padded=False):
+    """The kernel's stage (no gradient rule; see :func:`euler_step`). ``padded``: the
+    input's :func:`padded_fields`, if already made; ``out_padded``: the new ``(h, hu, hv)``
+    in :func:`layout` (full-width rows only; see :func:`_refilled`), and ``base`` then in
+    it too, instead of a :class:`swe.State`."""
     from .state import State
 
     ny, nx = state.h.shape
     dtype = state.h.dtype
     rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
-    fields = list(padded_fields(model, t, state, beds, block_rows, block_cols, halo))
+    fields = list(padded_fields(model, t, state, beds, block_rows, block_cols, halo)
+                  if padded is None else padded)
     rates = model.forcing(t, state) if sources else (None, None, None)
     forcing = tuple(r is not None for r in rates)
     fields += [_pad_pointwise(jnp.broadcast_to(r, (ny, nx)).astype(dtype), rows, width, left,
@@ -372,12 +409,19 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
         _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols, halo=halo,
         limiter=model.scheme.limiter_fn, riemann=model.scheme.riemann_fn, roll=roll,
         forcing=forcing, friction_def=friction_def, friction_kinds=friction_kinds,
-        prescribed={axis: sides for axis, (sides, _) in faces.items()})
+        prescribed={axis: sides for axis, (sides, _) in faces.items()}, alpha=alpha,
+        cols=slice(None) if out_padded else slice(0, -(-nx // 128) * 128)
+        if block_cols is None else slice(LANE_HALO, LANE_HALO + block_cols))
     if block_cols is None:
         n_cols, out_width = 1, -(-nx // 128) * 128  # the interior's columns, whole tiles
         window = pl.BlockSpec((pl.Element(block_rows + 2 * halo), pl.Element(width)),
                               lambda i, j: (i * block_rows, 0))
         out_block = pl.BlockSpec((block_rows, out_width), lambda i, j: (i, 0))
+        if out_padded:  # the blocks' rows at theirs in the layout, below the halo
+            out_width = width
+            out_block = pl.BlockSpec((pl.Element(block_rows), pl.Element(width)),
+                                     lambda i, j: (pl.multiple_of(halo + i * block_rows, 8),
+                                                   0))
     else:
         out_width = width - 2 * LANE_HALO
         n_cols = out_width // block_cols
@@ -385,26 +429,37 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
                                pl.Element(block_cols + 2 * LANE_HALO)),
                               lambda i, j: (i * block_rows, j * block_cols))
         out_block = pl.BlockSpec((block_rows, block_cols), lambda i, j: (i, j))
-    out_shape = jax.ShapeDtypeStruct((rows - 2 * halo, out_width), dtype)
+    out_shape = jax.ShapeDtypeStruct((rows if out_padded else rows - 2 * halo, out_width),
+                                     dtype)
+    specs = [pl.BlockSpec(memory_space=pltpu.SMEM)] + [window] * len(fields)
+    if alpha is not None:  # the state to blend with, in the outputs' shape and blocks
+        fields += list(base) if out_padded else [
+            jnp.pad(x, ((0, out_shape.shape[0] - ny), (0, out_width - nx)))
+            for x in (base.h, base.hu, base.hv)]
+        specs += [out_block] * 3
     extra = {} if interpret else dict(
         compiler_params=pltpu.CompilerParams(vmem_limit_bytes=VMEM_MB * 2**20))
     h, hu, hv = pl.pallas_call(
         kernel, grid=((rows - 2 * halo) // block_rows, n_cols),
-        in_specs=[pl.BlockSpec(memory_space=pltpu.SMEM)] + [window] * len(fields),
+        in_specs=specs,
         out_specs=[out_block] * 3, out_shape=[out_shape] * 3, interpret=interpret,
         **extra)(scalars, *fields)
+    if out_padded:
+        return h, hu, hv
     return State(h=h[:ny, :nx], hu=hu[:ny, :nx], hv=hv[:ny, :nx])  # no copy if aligned
 
 
-def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
+def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret=False,
                block_rows=None, block_cols=None, halo=HALO):
     """:meth:`swe.ShallowWater.euler_step` (without its ``predictor``) as one Pallas kernel;
     for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8;
     by default :func:`block_rows_for` the window's width) with ``halo`` rows each side (a
     multiple of 4), full width or, for ``block_cols`` (a multiple of 128; by default for
     grids wider than ``MAX_FULL_WIDTH``), that many columns with 128 halo columns each side.
-    Reverse-mode derivatives are those of XLA's stage (``model.euler_step`` with
-    ``kernel="xla"``)."""
+    ``blend=(alpha, base)``: ``alpha * base + (1 - alpha) * stage`` instead (a Shu-Osher
+    stage of an SSP scheme, :func:`swe.model.blended`), in the kernel: on a TPU v5e (12-06,
+    N = 2048, float32) a separate XLA pass that cost ~0.2 ms a step of ~2.2. Reverse-mode
+    derivatives are those of XLA's stage (``model.euler_step`` with ``kernel="xla"``)."""
     why = unsupported(model, beds)
     if why is not None:
         raise ValueError(f"the Pallas stage cannot run {why}")
@@ -418,22 +473,87 @@ def euler_step(model, t, state, dt, beds, *, sources=True, interpret=False,
     block_rows, block_cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,
                                          block_rows, block_cols, halo)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
-    dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
+    alpha, base = (None, None) if blend is None else blend
+    dynamic, static = eqx.partition((model, t, state, dt, beds, base), eqx.is_array)
 
-    @jax.custom_vjp
     def stage(dynamic):
-        m, t_, s, dt_, b = eqx.combine(dynamic, static)
-        return _forward(m, t_, s, dt_, b, sources, interpret, block_rows, block_cols, halo)
+        m, t_, s, dt_, b, base_ = eqx.combine(dynamic, static)
+        return _forward(m, t_, s, dt_, b, sources, interpret, block_rows, block_cols, halo,
+                        alpha, base_)
 
     def xla_stage(dynamic):
-        m, t_, s, dt_, b = eqx.combine(dynamic, static)
-        return m.xla_euler_step(t_, s, dt_, b, sources=sources)
+        from .model import blended
 
-    def forward(dynamic):
-        return stage(dynamic), dynamic
+        m, t_, s, dt_, b, base_ = eqx.combine(dynamic, static)
+        new = m.xla_euler_step(t_, s, dt_, b, sources=sources)
+        return new if alpha is None else blended(alpha, base_, new)
 
-    def backward(dynamic, cotangent):
-        return jax.vjp(xla_stage, dynamic)[1](cotangent)
+    return _differentiated_as(stage, xla_stage, dynamic)
 
-    stage.defvjp(forward, backward)
-    return stage(dynamic)
+
+def _differentiated_as(fn, reference, dynamic):
+    """``fn(dynamic)``, its reverse-mode derivatives those of ``reference`` (a custom VJP:
+    Pallas kernels have no autodiff rules)."""
+    wrapped = jax.custom_vjp(fn)
+    wrapped.defvjp(lambda d: (fn(d), d), lambda d, c: jax.vjp(reference, d)[1](c))
+    return wrapped(dynamic)
+
+
+def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=None,
+             halo=CHAINED_HALO):
+    """A step of an SSP Runge-Kutta scheme in Shu-Osher form
+    (:meth:`swe.ShallowWater.ssp_step`) by the kernel, its stages chained in the kernel's
+    layout: the first stage's input is made by :func:`padded_fields`, every later one is
+    the stage before it written by the kernel in that layout (and refilled: the ghost
+    cells, two rows at each end), and only the last stage writes a :class:`swe.State`
+    (blended with ``state`` in the kernel). That saves a padding pass over the state (and
+    the bed) per stage after the first. Grids wide enough for column blocks take one
+    :func:`euler_step` per stage. The chained stages take :data:`CHAINED_HALO` halo rows
+    (the rows a block writes in the layout must start on a tile of 8) and the rows per
+    block of :data:`HALO`'s. Reverse-mode derivatives are those of XLA's step."""
+    from .model import blended
+
+    shape, itemsize = state.h.shape, jnp.dtype(state.h.dtype).itemsize
+    block_rows, block_cols = block_shape(*shape, itemsize, block_rows, None, HALO)
+    if block_cols is not None or not stages:
+        y = euler_step(model, t, state, dt, beds, interpret=interpret,
+                       block_rows=block_rows)
+        for alpha, c in stages:
+            y = euler_step(model, t + c * dt, y, dt, beds, blend=(alpha, state),
+                           interpret=interpret, block_rows=block_rows)
+        return y
+    if halo % 8:
+        raise ValueError(f"halo={halo!r} is invalid for chained stages; expected a "
+                         "multiple of 8")
+    why = unsupported(model, beds)
+    if why is not None:
+        raise ValueError(f"the Pallas stage cannot run {why}")
+    t, dt = jnp.asarray(t), jnp.asarray(dt)
+    dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
+
+    def step(dynamic):
+        from .state import State
+
+        m, t0, s0, dt_, b = eqx.combine(dynamic, static)
+        first = padded_fields(m, t0, s0, b, block_rows, None, halo)
+        bed, y, view = first[3], first[:3], s0
+        times = [t0] + [t0 + c * dt_ for _, c in stages]
+        alphas = [None] + [alpha for alpha, _ in stages]
+        for k, (t_, alpha) in enumerate(zip(times, alphas)):
+            last = k == len(times) - 1
+            base = None if alpha is None else s0 if last else first[:3]
+            y = _forward(m, t_, view, dt_, b, True, interpret, block_rows, None, halo,
+                         alpha=alpha, base=base, padded=(*y, bed), out_padded=not last)
+            if not last:
+                y = _refilled(m, times[k + 1], y, b, shape, halo)
+                view = State(*(f[halo:halo + shape[0], :shape[1]] for f in y))
+        return y
+
+    def xla_step(dynamic):
+        m, t0, s0, dt_, b = eqx.combine(dynamic, static)
+        y = m.xla_euler_step(t0, s0, dt_, b)
+        for alpha, c in stages:
+            y = blended(alpha, s0, m.xla_euler_step(t0 + c * dt_, y, dt_, b))
+        return y
+
+    return _differentiated_as(step, xla_step, dynamic)

@@ -88,9 +88,6 @@ class ShallowWaterTerm(diffrax.AbstractTerm):
     def prod(self, vf, control):
         return jax.tree.map(lambda v: control * v, vf)
 
-    def euler(self, t, y, args, dt):
-        return self.model.euler_step(t, y, dt, args)
-
     def split(self, t, y, args, dt, strang=False):
         return self.model.split_step(t, y, dt, args, strang=strang)
 
@@ -153,11 +150,7 @@ class AbstractSSPRK(diffrax.AbstractSolver):
         del solver_state, made_jump
         dt = t1 - t0
         terms = _unwrap(terms)
-        s0 = state_of(y0)
-        y = terms.euler(t0, s0, args, dt)
-        for alpha, c in self.stages:
-            e = terms.euler(t0 + c * dt, y, args, dt)
-            y = jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, s0, e)
+        y = terms.model.ssp_step(t0, state_of(y0), dt, args, self.stages)
         if isinstance(y0, Tracked):
             y = Tracked(y, y0.envelopes.update(t1, y, terms.model.h_dry))
         dense_info = dict(y0=y0, y1=y)

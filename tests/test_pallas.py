@@ -73,20 +73,42 @@ def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
     """Full-width rows (blocks of 8 and 16 rows, 8 halo rows; 8 rows with 4; the default
     block rows with the neighbour's faces recomputed instead of rolled) and column blocks of
     128, float64, interpret mode: every field to round-off (measured: 0 to 1.7e-16 of
-    values ~1)."""
+    values ~1). Two of them blend the stage with another state in the kernel (the second
+    stage of SSP-RK2 and RK3's third, ``blend``), as XLA's :func:`swe.model.blended`."""
     _, model, state, dt = case
     beds = model.padded_beds()
     want = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds))(state)
     assert bool(jnp.all(want.h >= 0.0))
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
-    for rows, cols, halo, recompute in ((8, None, 8, False), (16, None, 8, False),
-                                        (8, 128, 8, False), (8, None, 4, False),
-                                        (None, None, 4, True)):
+    base = jax.tree.map(lambda a: 0.5 * a + 0.1, state)
+    for rows, cols, halo, recompute, alpha in ((8, None, 8, False, None),
+                                               (16, None, 8, False, None),
+                                               (8, 128, 8, False, 0.5),
+                                               (8, None, 4, False, 1.0 / 3.0),
+                                               (None, None, 4, True, None)):
         monkeypatch.setattr(pallas, "RECOMPUTE_NEIGHBOUR_FACES", recompute)
-        got = jax.jit(lambda s: pallas.euler_step(
-            model, 0.0, s, dt, beds, block_rows=rows, block_cols=cols, halo=halo,
-            interpret=True))(state)
-        assert _max_diff(got, want) <= 1e-14 * scale, (rows, cols, halo, recompute)
+        got = jax.jit(lambda s, b: pallas.euler_step(
+            model, 0.0, s, dt, beds, blend=None if alpha is None else (alpha, b),
+            block_rows=rows, block_cols=cols, halo=halo, interpret=True))(state, base)
+        expected = want if alpha is None else swe.model.blended(alpha, base, want)
+        assert _max_diff(got, expected) <= 1e-14 * scale, (rows, cols, halo, recompute)
+
+
+@pytest.mark.parametrize("case", [c for k, c in enumerate(_cases()) if k in (0, 4, 7, 8, 9, 11)],
+                         ids=lambda c: c[0])
+def test_chained_ssp_stages_equal_the_xla_step(case):
+    """An SSP-RK3 step by :func:`swe.pallas.ssp_step` (stages chained in the kernel's
+    layout: the second written there blended, its ghost cells refilled at its own time,
+    the third blended into a state) equals XLA's step to round-off (float64, interpret
+    mode, blocks of 8 rows so that there are several)."""
+    _, model, state, dt = case
+    beds = model.padded_beds()
+    stages = swe.stepping.SSPRK3.stages
+    want = jax.jit(lambda s: model.ssp_step(0.1, s, dt, beds, stages))(state)
+    got = jax.jit(lambda s: pallas.ssp_step(model, 0.1, s, dt, beds, stages,
+                                            interpret=True, block_rows=8))(state)
+    scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
+    assert _max_diff(got, want) <= 1e-14 * scale
 
 
 def test_stage_vjp_is_the_xla_stage_vjp():
@@ -217,8 +239,9 @@ def test_the_kernel_lowers_for_a_tpu():
 
 
 def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
-    """Ensembles: the stage vmapped over Manning's n (a batched SMEM scalar) and over the
-    state equals XLA's stage vmapped the same way (interpret mode), and lowers for a TPU
+    """Ensembles: an SSP-RK2 step (chained stages) vmapped over Manning's n (a batched SMEM
+    scalar) and over the state equals XLA's vmapped the same way (interpret mode), and
+    lowers for a TPU
     (the scalars are one row so that a batched block still spans the array's last two
     dimensions, as Mosaic requires)."""
     model, state = _bump(friction=swe.Manning(0.03))
@@ -231,9 +254,10 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
                              boundaries=model.boundaries,
                              scheme=swe.FiniteVolume(kernel=kernel))
         b = jax.tree.map(lambda a: a.astype(dtype), beds)
+        stages = swe.stepping.SSPRK2.stages
         if kernel == "xla":
-            return m.euler_step(0.0, s, dtype(0.01), b)
-        return pallas.euler_step(m, 0.0, s, dtype(0.01), b, interpret=kernel != "pallas")
+            return m.ssp_step(0.0, s, dtype(0.01), b, stages)
+        return pallas.ssp_step(m, 0.0, s, dtype(0.01), b, stages, interpret=kernel != "pallas")
 
     want = jax.vmap(functools.partial(stage, kernel="xla"))(ns, states)
     got = jax.vmap(functools.partial(stage, kernel="pallas-interpret"))(ns, states)
