@@ -70,10 +70,10 @@ def _cases():
 
 @pytest.mark.parametrize("case", list(_cases()), ids=lambda c: c[0])
 def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
-    """Full-width rows (blocks of 8 and 16 rows, 8 halo rows; 8 rows with 4; the default
-    block rows with the neighbour's faces recomputed instead of rolled) and column blocks of
-    128, float64, interpret mode: every field to round-off (measured: 0 to 1.7e-16 of
-    values ~1). Two of them blend the stage with another state in the kernel (the second
+    """Full-width rows (blocks of 8 rows with 8 halo rows and with 4; the default block
+    rows with the neighbour's faces recomputed instead of rolled) and column blocks of 128,
+    float64, interpret mode: every field to round-off (measured: 0 to 1.7e-16 of values
+    ~1). Two of them blend the stage with another state in the kernel (the second
     stage of SSP-RK2 and RK3's third, ``blend``), as XLA's :func:`swe.model.blended`."""
     _, model, state, dt = case
     beds = model.padded_beds()
@@ -82,7 +82,6 @@ def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
     base = jax.tree.map(lambda a: 0.5 * a + 0.1, state)
     for rows, cols, halo, recompute, alpha in ((8, None, 8, False, None),
-                                               (16, None, 8, False, None),
                                                (8, 128, 8, False, 0.5),
                                                (8, None, 4, False, 1.0 / 3.0),
                                                (None, None, 4, True, None)):
@@ -94,13 +93,15 @@ def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
         assert _max_diff(got, expected) <= 1e-14 * scale, (rows, cols, halo, recompute)
 
 
-@pytest.mark.parametrize("case", [c for k, c in enumerate(_cases()) if k in (0, 4, 7, 8, 9, 11)],
+@pytest.mark.parametrize("case", [c for k, c in enumerate(_cases()) if k in (4, 7, 8, 9, 11)],
                          ids=lambda c: c[0])
 def test_chained_ssp_stages_equal_the_xla_step(case):
     """An SSP-RK3 step by :func:`swe.pallas.ssp_step` (stages chained in the kernel's
     layout: the second written there blended, its ghost cells refilled at its own time,
     the third blended into a state) equals XLA's step to round-off (float64, interpret
-    mode, blocks of 8 rows so that there are several)."""
+    mode, blocks of 8 rows so that there are several) on five cases: first order, every
+    source, periodic sides with a stage boundary, time-dependent inflows (one on the low x
+    side, whose ghost columns wrap to the end of the layout's rows), linear drag."""
     _, model, state, dt = case
     beds = model.padded_beds()
     stages = swe.stepping.SSPRK3.stages
