@@ -460,16 +460,7 @@ def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret
     stage of an SSP scheme, :func:`swe.model.blended`), in the kernel: on a TPU v5e (12-06,
     N = 2048, float32) a separate XLA pass that cost ~0.2 ms a step of ~2.2. Reverse-mode
     derivatives are those of XLA's stage (``model.euler_step`` with ``kernel="xla"``)."""
-    why = unsupported(model, beds)
-    if why is not None:
-        raise ValueError(f"the Pallas stage cannot run {why}")
-    if block_rows is not None and (block_rows % 8 or block_rows < 8):
-        raise ValueError(f"block_rows={block_rows} is invalid; expected a multiple of 8")
-    if not isinstance(halo, int) or halo < 4 or halo % 4:
-        raise ValueError(f"halo={halo!r} is invalid; expected a multiple of 4 (windows of "
-                         "block_rows + 2 halo rows must be whole tiles of 8 rows)")
-    if block_cols is not None and (block_cols % 128 or block_cols < 128):
-        raise ValueError(f"block_cols={block_cols} is invalid; expected a multiple of 128")
+    _check(model, beds, block_rows, block_cols, halo)
     block_rows, block_cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,
                                          block_rows, block_cols, halo)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
@@ -489,6 +480,23 @@ def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret
         return new if alpha is None else blended(alpha, base_, new)
 
     return _differentiated_as(stage, xla_stage, dynamic)
+
+
+def _check(model, beds, block_rows, block_cols, halo, halo_multiple=4):
+    """ValueError for a model the kernel does not cover or a block shape it cannot take."""
+    why = unsupported(model, beds)
+    if why is not None:
+        raise ValueError(f"the Pallas stage cannot run {why}")
+    if block_rows is not None and (block_rows % 8 or block_rows < 8):
+        raise ValueError(f"block_rows={block_rows} is invalid; expected a multiple of 8")
+    if not isinstance(halo, int) or halo < 4 or halo % halo_multiple:
+        why = ("windows of block_rows + 2 halo rows must be whole tiles of 8 rows"
+               if halo_multiple == 4 else "chained stages write rows from the halo's end, "
+               "which must start a tile of 8 rows")
+        raise ValueError(f"halo={halo!r} is invalid; expected a multiple of {halo_multiple} "
+                         f"({why})")
+    if block_cols is not None and (block_cols % 128 or block_cols < 128):
+        raise ValueError(f"block_cols={block_cols} is invalid; expected a multiple of 128")
 
 
 def _differentiated_as(fn, reference, dynamic):
@@ -513,6 +521,7 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
     block of :data:`HALO`'s. Reverse-mode derivatives are those of XLA's step."""
     from .model import blended
 
+    _check(model, beds, block_rows, None, halo, halo_multiple=8)
     shape, itemsize = state.h.shape, jnp.dtype(state.h.dtype).itemsize
     block_rows, block_cols = block_shape(*shape, itemsize, block_rows, None, HALO)
     if block_cols is not None or not stages:
@@ -522,12 +531,6 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
             y = euler_step(model, t + c * dt, y, dt, beds, blend=(alpha, state),
                            interpret=interpret, block_rows=block_rows)
         return y
-    if halo % 8:
-        raise ValueError(f"halo={halo!r} is invalid for chained stages; expected a "
-                         "multiple of 8")
-    why = unsupported(model, beds)
-    if why is not None:
-        raise ValueError(f"the Pallas stage cannot run {why}")
     t, dt = jnp.asarray(t), jnp.asarray(dt)
     dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
 

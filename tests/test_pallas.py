@@ -203,6 +203,11 @@ def test_the_kernel_choice():
         pallas.euler_step(model, 0.0, state, 0.01, beds, block_rows=12, interpret=True)
     with pytest.raises(ValueError, match="halo=2 is invalid; expected a multiple of 4"):
         pallas.euler_step(model, 0.0, state, 0.01, beds, halo=2, interpret=True)
+    stages = swe.stepping.SSPRK2.stages
+    with pytest.raises(ValueError, match="halo=4 is invalid; expected a multiple of 8"):
+        pallas.ssp_step(model, 0.0, state, 0.01, beds, stages, halo=4, interpret=True)
+    with pytest.raises(ValueError, match="block_rows=12 is invalid"):
+        pallas.ssp_step(model, 0.0, state, 0.01, beds, stages, block_rows=12, interpret=True)
 
 
 def test_block_rows_fit_the_window_budget_and_the_grid():
