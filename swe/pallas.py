@@ -512,8 +512,8 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
     """A step of an SSP Runge-Kutta scheme in Shu-Osher form
     (:meth:`swe.ShallowWater.ssp_step`) by the kernel, its stages chained in the kernel's
     layout: the first stage's input is made by :func:`padded_fields`, every later one is
-    the stage before it written by the kernel in that layout (and refilled: the ghost
-    cells, two rows at each end), and only the last stage writes a :class:`swe.State`
+    the stage before it written by the kernel in that layout (and refilled: the rows
+    above and below the interior zeroed, the ghost cells set; :func:`_refilled`), and only the last stage writes a :class:`swe.State`
     (blended with ``state`` in the kernel). That saves a padding pass over the state (and
     the bed) per stage after the first. Grids wide enough for column blocks take one
     :func:`euler_step` per stage. The chained stages take :data:`CHAINED_HALO` halo rows
