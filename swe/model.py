@@ -96,6 +96,17 @@ def blended(alpha, base, new):
     return jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, base, new)
 
 
+def shu_osher(stage, t, state, dt, stages):
+    """A step of an SSP Runge-Kutta scheme in Shu-Osher form: ``stage(t, y, blend)`` is a
+    forward Euler stage from ``y`` at ``t`` (``blend=(alpha, state)``: returned as
+    :func:`blended` ``(alpha, state, stage)``); the first from ``state`` at ``t``, then
+    one per ``(alpha, c)`` in ``stages`` at ``t + c dt`` from the one before."""
+    y = stage(t, state, None)
+    for alpha, c in stages:
+        y = stage(t + c * dt, y, (alpha, state))
+    return y
+
+
 def _interface(hL, uL, vL, bL, hR, uR, vR, bR, g, riemann):
     """Flux through one interface and the hydrostatic pressure corrections of its sides."""
     hL_star, hR_star = hydrostatic_reconstruction(hL, bL, hR, bR)
@@ -639,28 +650,30 @@ class ShallowWater(eqx.Module):
         if kernel != "xla":
             return pallas.euler_step(self, t, state, dt, beds, sources=sources, blend=blend,
                                      interpret=kernel == "pallas-interpret")
-        new = self.xla_euler_step(t, state, dt, beds, predictor=predictor, sources=sources)
-        return new if blend is None else blended(*blend, new)
+        return self.xla_euler_step(t, state, dt, beds, predictor=predictor, sources=sources,
+                                   blend=blend)
 
     def ssp_step(self, t, state: State, dt, beds, stages=()) -> State:
-        """A step of an SSP Runge-Kutta scheme in Shu-Osher form over :meth:`euler_step`
-        stages: the first from ``state`` at ``t``, then per ``(alpha, c)`` in ``stages``
-        :func:`blended` ``(alpha, state, euler_step(t + c dt, previous))``. Through the
-        Pallas kernel (:func:`swe.pallas.ssp_step`, its stages chained in the kernel's
-        layout) where ``scheme.kernel`` takes it."""
+        """A step of an SSP Runge-Kutta scheme in Shu-Osher form (:func:`shu_osher`) over
+        :meth:`euler_step` stages, ``stages`` its ``(alpha, c)`` after the first. Through
+        the Pallas kernel (:func:`swe.pallas.ssp_step`, its stages chained in the kernel's
+        layout) where ``scheme.kernel`` takes it, else :meth:`xla_ssp_step`."""
         from . import pallas
 
         kernel = pallas.chosen(self, beds)
         if kernel != "xla":
             return pallas.ssp_step(self, t, state, dt, beds, stages,
                                    interpret=kernel == "pallas-interpret")
-        y = self.euler_step(t, state, dt, beds)
-        for alpha, c in stages:
-            y = self.euler_step(t + c * dt, y, dt, beds, blend=(alpha, state))
-        return y
+        return self.xla_ssp_step(t, state, dt, beds, stages)
+
+    def xla_ssp_step(self, t, state: State, dt, beds, stages=()) -> State:
+        """:meth:`ssp_step` through XLA, whatever ``scheme.kernel`` says."""
+        return shu_osher(lambda t_, y, blend: self.xla_euler_step(t_, y, dt, beds,
+                                                                 blend=blend),
+                         t, state, dt, stages)
 
     def xla_euler_step(self, t, state: State, dt, beds, *, predictor=False,
-                       sources=True) -> State:
+                       sources=True, blend=None) -> State:
         """:meth:`euler_step` through XLA, whatever ``scheme.kernel`` says."""
         fluxes = self.all_fluxes(t, state, beds, dt if predictor else None)
         scale = self._positivity_scale(fluxes, state.h, dt)
@@ -683,7 +696,8 @@ class ShallowWater(eqx.Module):
         # own (their faces sliced out of the interface arrays) were slower: gradient 1.60 s.
         h, hu, hv = _materialised(self._update)(state.h, state.hu, state.hv, dh, dhu, dhv, dt,
                                                 friction, self.g, self.h_dry)
-        return State(h=h, hu=hu, hv=hv)
+        new = State(h=h, hu=hu, hv=hv)
+        return new if blend is None else blended(*blend, new)
 
     @staticmethod
     def _update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry):

@@ -168,6 +168,12 @@ def layout(nx, ny, block_rows, block_cols, halo=HALO):
     return rows, 2 * LANE_HALO + -(-nx // block_cols) * block_cols, LANE_HALO
 
 
+def _columns_before(left, width, n):
+    """The ``n`` columns before the interior's first in :func:`layout` (wrapped to the end
+    of the row where the interior starts at column 0)."""
+    return slice(left - n, left) if left else slice(width - n, width)
+
+
 def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     """``(h, hu, hv, bed)`` in :func:`layout` with the model's ghost cells (two layers, or
     one first order): those along x in the rows of the interior, those along y in its
@@ -186,7 +192,7 @@ def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     inner_rows, inner_cols = slice(halo, halo + ny), slice(left, left + nx)
     out = _set_ghosts(model, t, [jnp.pad(f, pad) for f in (state.h, state.hu, state.hv)],
                       state, beds, left, halo)
-    low = slice(left - ng, left) if left else slice(width - ng, width)  # wrapped: see layout
+    low = _columns_before(left, width, ng)
     bed = jnp.pad(beds[1][:, ng:ng + nx], pad)
     bed = bed.at[inner_rows, low].set(beds[1][:, :ng]).at[
         inner_rows, left + nx:left + nx + ng].set(beds[1][:, ng + nx:])
@@ -205,7 +211,7 @@ def _set_ghosts(model, t, fields, state, beds, left, halo):
     ng = model.scheme.ghost_cells
     kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
     inner_rows, inner_cols = slice(halo, halo + ny), slice(left, left + nx)
-    low = slice(left - ng, left) if left else slice(width - ng, width)  # wrapped: see layout
+    low = _columns_before(left, width, ng)
     lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1,
                          **kw)
     out = [f.at[inner_rows, low].set(a).at[inner_rows, left + nx:left + nx + ng].set(b)
@@ -473,11 +479,9 @@ def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret
                         alpha, base_)
 
     def xla_stage(dynamic):
-        from .model import blended
-
         m, t_, s, dt_, b, base_ = eqx.combine(dynamic, static)
-        new = m.xla_euler_step(t_, s, dt_, b, sources=sources)
-        return new if alpha is None else blended(alpha, base_, new)
+        return m.xla_euler_step(t_, s, dt_, b, sources=sources,
+                                blend=None if alpha is None else (alpha, base_))
 
     return _differentiated_as(stage, xla_stage, dynamic)
 
@@ -513,24 +517,23 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
     (:meth:`swe.ShallowWater.ssp_step`) by the kernel, its stages chained in the kernel's
     layout: the first stage's input is made by :func:`padded_fields`, every later one is
     the stage before it written by the kernel in that layout (and refilled: the rows
-    above and below the interior zeroed, the ghost cells set; :func:`_refilled`), and only the last stage writes a :class:`swe.State`
-    (blended with ``state`` in the kernel). That saves a padding pass over the state (and
+    above and below the interior zeroed, the ghost cells set; :func:`_refilled`), and
+    only the last stage writes a :class:`swe.State` (blended with ``state`` in the
+    kernel). That saves a padding pass over the state (and
     the bed) per stage after the first. Grids wide enough for column blocks take one
     :func:`euler_step` per stage. The chained stages take :data:`CHAINED_HALO` halo rows
     (the rows a block writes in the layout must start on a tile of 8) and the rows per
-    block of :data:`HALO`'s. Reverse-mode derivatives are those of XLA's step."""
-    from .model import blended
+    block of :data:`HALO`'s. Reverse-mode derivatives are those of XLA's step
+    (:meth:`swe.ShallowWater.xla_ssp_step`)."""
+    from .model import shu_osher
 
     _check(model, beds, block_rows, None, halo, halo_multiple=8)
     shape, itemsize = state.h.shape, jnp.dtype(state.h.dtype).itemsize
     block_rows, block_cols = block_shape(*shape, itemsize, block_rows, None, HALO)
     if block_cols is not None or not stages:
-        y = euler_step(model, t, state, dt, beds, interpret=interpret,
-                       block_rows=block_rows)
-        for alpha, c in stages:
-            y = euler_step(model, t + c * dt, y, dt, beds, blend=(alpha, state),
-                           interpret=interpret, block_rows=block_rows)
-        return y
+        return shu_osher(lambda t_, y, blend: euler_step(
+            model, t_, y, dt, beds, blend=blend, interpret=interpret, block_rows=block_rows),
+            t, state, dt, stages)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
     dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
 
@@ -554,9 +557,6 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
 
     def xla_step(dynamic):
         m, t0, s0, dt_, b = eqx.combine(dynamic, static)
-        y = m.xla_euler_step(t0, s0, dt_, b)
-        for alpha, c in stages:
-            y = blended(alpha, s0, m.xla_euler_step(t0 + c * dt_, y, dt_, b))
-        return y
+        return m.xla_ssp_step(t0, s0, dt_, b, stages)
 
     return _differentiated_as(step, xla_step, dynamic)
