@@ -2,6 +2,11 @@
 one after another (issue target: at least 1.5x at 16 members of 128 x 128).
 
     python scripts/bench_ensemble.py [--n 128] [--members 16] [--repeat 3] [--devices D]
+                                     [--ensemble-kernel auto|xla|pallas]
+
+``--ensemble-kernel`` is the members' stage kernel in the vmapped call
+(:class:`swe.FiniteVolume`'s ``kernel``); the sequential runs keep ``"auto"``, the best
+for one member (on a TPU a vmapped batch of small grids is as large as one big grid).
 
 ``--devices D`` splits the members over D devices (``simulate_ensemble(devices=D)``); on a
 CPU the script first makes D host devices (``--xla_force_host_platform_device_count``),
@@ -33,6 +38,8 @@ def main(argv=None):
                    help="split the members over this many devices")
     p.add_argument("--batching", default="vmap", choices=("vmap", "map"),
                    help="members vmapped, or one after another in one compiled loop")
+    p.add_argument("--ensemble-kernel", default="auto",
+                   help="the members' stage kernel in the vmapped call (default: auto)")
     p.add_argument("--sequential-only", action="store_true",
                    help="time only the sequential runs (the one-device baseline)")
     args = p.parse_args(argv)
@@ -51,9 +58,12 @@ def main(argv=None):
     models = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(float(v)))
               for v in values]
     kw = dict(save_at=[1.0], dtype=args.precision, envelopes=False)
+    members = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(float(v)),
+                                scheme=swe.FiniteVolume(kernel=args.ensemble_kernel))
+               for v in values]
 
     def ensemble():
-        return swe.simulate_ensemble(models, s0, 1.0, devices=args.devices,
+        return swe.simulate_ensemble(members, s0, 1.0, devices=args.devices,
                                      batching=args.batching, **kw)
 
     def sequential():
@@ -82,6 +92,7 @@ def main(argv=None):
     steps = int(sum(int(s.num_steps) for s in seq))
     record = dict(N=args.n, members=args.members, precision=args.precision,
                   devices=args.devices or 1, batching=args.batching,
+                  ensemble_kernel=args.ensemble_kernel,
                   ensemble_s=statistics.median(t_ens), sequential_s=statistics.median(t_seq),
                   throughput_ratio=statistics.median(t_seq) / statistics.median(t_ens),
                   sequential_one_device_s=None, throughput_ratio_vs_best=None,

@@ -657,11 +657,12 @@ class ShallowWater(eqx.Module):
         """A step of an SSP Runge-Kutta scheme in Shu-Osher form (:func:`shu_osher`) over
         :meth:`euler_step` stages, ``stages`` its ``(alpha, c)`` after the first. Through
         the Pallas kernel (:func:`swe.pallas.ssp_step`, its stages chained in the kernel's
-        layout) where ``scheme.kernel`` takes it, else :meth:`xla_ssp_step`."""
+        layout) where ``scheme.kernel`` takes it, else :meth:`xla_ssp_step`. A
+        :class:`swe.pallas.Laid` state (a run's carry in the kernel's layout) gives one."""
         from . import pallas
 
         kernel = pallas.chosen(self, beds)
-        if kernel != "xla":
+        if kernel != "xla" or isinstance(state, pallas.Laid):
             return pallas.ssp_step(self, t, state, dt, beds, stages,
                                    interpret=kernel == "pallas-interpret")
         return self.xla_ssp_step(t, state, dt, beds, stages)

@@ -11,7 +11,10 @@ TPU v5e (12-06, float32, benchmark dam break) a stage took 1.07 ms at N = 2048 w
 padding around the kernel (fourth session) against XLA's 3.60, and the kernel 9.08 ms at
 4096 against 22.3 (third session, padding then 4x slower); at 1024 XLA is quicker (0.37
 against 0.41 ms), since its intermediates then stay on the chip as well.
-:func:`ssp_step` chains the stages of an SSP Runge-Kutta step in the kernel's layout.
+:func:`ssp_step` chains the stages of an SSP Runge-Kutta step in the kernel's layout, and
+a run carries its state in that layout from step to step (:class:`Laid`, padded once a run
+by :func:`swe.stepping.laid_out`): whole runs of the benchmark reach 2.44 Gcell-updates/s
+at N = 2048 on a TPU v5e (12-07, float32), 30.6% of its measured triad.
 
 It gives :meth:`ShallowWater.euler_step` to round-off (the same functions in the same
 order): MUSCL with any slope or face limiter, or first order; any Riemann solver;
@@ -37,6 +40,7 @@ Pallas's interpret mode on any backend (slow; for tests).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import equinox as eqx
@@ -226,15 +230,37 @@ def _set_ghosts(model, t, fields, state, beds, left, halo):
 
 def _refilled(model, t, fields, beds, shape, halo):
     """A stage's new state in :func:`layout` (full-width rows; rows outside the blocks'
-    never written) made a next stage's input: the rows above and below the blocks zeroed,
-    then the ghost cells of time ``t``, all in place. The columns beyond the ghost cells
-    keep what the kernel computed there (finite, unused)."""
+    never written) made a next stage's input, each field by three in-place writes: the
+    rows above the interior (zeros, with the ghost cells along y of time ``t`` at its
+    end), the rows below it (the same, ghost cells first) and the columns after it
+    (the ghost cells along x of its last columns, zeros, those of its first columns:
+    the wrapped columns before it). The ghost cells are those of :func:`padded_fields`;
+    elsewhere zeros, as there. (Six thin writes a field, one per ghost-cell strip and
+    row band, made eighteen XLA operations a refill; each costs a few microseconds on a
+    TPU whatever its size.)"""
+    from .boundaries import ghost_cells
     from .state import State
 
     ny, nx = shape
+    rows, width = fields[0].shape
+    ng = model.scheme.ghost_cells
     state = State(*(f[halo:halo + ny, :nx] for f in fields))
-    fields = [f.at[:halo].set(0.0).at[halo + ny:].set(0.0) for f in fields]
-    return _set_ghosts(model, t, fields, state, beds, 0, halo)
+    kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
+    lo_x, hi_x = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries,
+                             axis=1, **kw)
+    lo_y, hi_y = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries,
+                             axis=0, **kw)
+    out = []
+    for k, f in enumerate(fields):
+        ky = (0, 2, 1)[k]  # along y the normal momentum is hv
+        # Pads (not concatenations or updates of zeros): XLA fuses them into the write.
+        top = jnp.pad(lo_y[ky], ((halo - ng, 0), (0, width - nx)))
+        bottom = jnp.pad(hi_y[ky], ((0, rows - halo - ny - ng), (0, width - nx)))
+        side = (jnp.pad(hi_x[k], ((0, 0), (0, width - nx - ng)))
+                + jnp.pad(lo_x[k], ((0, 0), (width - nx - ng, 0))))
+        out.append(f.at[:halo].set(top).at[halo + ny:].set(bottom)
+                   .at[halo:halo + ny, nx:].set(side))
+    return out
 
 
 def _prescribed_faces(model, t, shape, layout_, dtype, halo):
@@ -445,11 +471,16 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
         specs += [out_block] * 3
     extra = {} if interpret else dict(
         compiler_params=pltpu.CompilerParams(vmem_limit_bytes=VMEM_MB * 2**20))
-    h, hu, hv = pl.pallas_call(
-        kernel, grid=((rows - 2 * halo) // block_rows, n_cols),
-        in_specs=specs,
-        out_specs=[out_block] * 3, out_shape=[out_shape] * 3, interpret=interpret,
-        **extra)(scalars, *fields)
+    # 32-bit data are traced (kernel and index maps) with 64-bit types off: with
+    # jax_enable_x64 on, Python numbers in the scheme's functions (jnp.where(c, x, 0.0))
+    # and index maps become 64-bit values, and the TPU's kernel compiler aborts the process
+    # on them (12-07, a float32 run with x64 on: "Check failed: ... bitwidth_ <= 32").
+    with jax.enable_x64(False) if jnp.dtype(dtype).itemsize <= 4 else contextlib.nullcontext():
+        h, hu, hv = pl.pallas_call(
+            kernel, grid=((rows - 2 * halo) // block_rows, n_cols),
+            in_specs=specs,
+            out_specs=[out_block] * 3, out_shape=[out_shape] * 3, interpret=interpret,
+            **extra)(scalars, *fields)
     if out_padded:
         return h, hu, hv
     return State(h=h[:ny, :nx], hu=hu[:ny, :nx], hv=hv[:ny, :nx])  # no copy if aligned
@@ -511,6 +542,47 @@ def _differentiated_as(fn, reference, dynamic):
     return wrapped(dynamic)
 
 
+class Laid(eqx.Module):
+    """A state carried between steps in the kernel's :func:`layout` (full-width rows, the
+    chained stages' :data:`CHAINED_HALO`), its ghost cells those of the state's time, with
+    the bed in the same layout: what :func:`ssp_step` takes and returns in a run that
+    takes the kernel (:func:`laid_out`). A step then starts from the layout the kernel
+    reads and ends in it, so no pass over the state pads it. :attr:`interior` is the
+    state (slices, which XLA fuses into their consumers: the step size's reduction, the
+    envelopes, the saved frames)."""
+
+    h: jax.Array
+    hu: jax.Array
+    hv: jax.Array
+    bed: jax.Array
+    shape: tuple = eqx.field(static=True)
+    block_rows: int = eqx.field(static=True)
+    halo: int = eqx.field(static=True)
+
+    @property
+    def interior(self):
+        """The :class:`swe.State` (any leading axes kept)."""
+        from .state import State
+
+        (ny, nx), halo = self.shape, self.halo
+        return State(*(f[..., halo:halo + ny, :nx] for f in (self.h, self.hu, self.hv)))
+
+
+def lays_out(model, beds, shape, itemsize) -> bool:
+    """Whether a run's SSP steps carry the state as :class:`Laid`: where the model's
+    kernel (:func:`chosen`) is this one and its blocks are full-width rows."""
+    return chosen(model, beds) != "xla" and block_shape(*shape, itemsize)[1] is None
+
+
+def laid_out(model, t, state, beds):
+    """``state`` at time ``t`` as :class:`Laid` (one padding pass; see
+    :func:`padded_fields`)."""
+    shape = state.h.shape
+    block_rows = block_shape(*shape, jnp.dtype(state.h.dtype).itemsize)[0]
+    fields = padded_fields(model, t, state, beds, block_rows, None, CHAINED_HALO)
+    return Laid(*fields, shape=shape, block_rows=block_rows, halo=CHAINED_HALO)
+
+
 def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=None,
              halo=CHAINED_HALO):
     """A step of an SSP Runge-Kutta scheme in Shu-Osher form
@@ -523,40 +595,62 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
     the bed) per stage after the first. Grids wide enough for column blocks take one
     :func:`euler_step` per stage. The chained stages take :data:`CHAINED_HALO` halo rows
     (the rows a block writes in the layout must start on a tile of 8) and the rows per
-    block of :data:`HALO`'s. Reverse-mode derivatives are those of XLA's step
-    (:meth:`swe.ShallowWater.xla_ssp_step`)."""
-    from .model import shu_osher
+    block of :data:`HALO`'s.
 
+    ``state`` a :class:`Laid` (a run's carry, see :func:`laid_out`): the first stage reads
+    it as it is and the last writes the new state in the layout too (refilled with the
+    ghost cells of ``t + dt``), returned as :class:`Laid`: no padding pass at all (its
+    ``block_rows`` and ``halo`` are the layout's).
+
+    Reverse-mode derivatives are those of XLA's step
+    (:meth:`swe.ShallowWater.xla_ssp_step`; for a :class:`Laid` state, of its interior,
+    the result laid out by :func:`padded_fields`)."""
+    from .model import shu_osher
+    from .state import State
+
+    laid = isinstance(state, Laid)
+    if laid:
+        shape, block_rows, halo = state.shape, state.block_rows, state.halo
+        itemsize = jnp.dtype(state.h.dtype).itemsize
+    else:
+        shape, itemsize = state.h.shape, jnp.dtype(state.h.dtype).itemsize
     _check(model, beds, block_rows, None, halo, halo_multiple=8)
-    shape, itemsize = state.h.shape, jnp.dtype(state.h.dtype).itemsize
     block_rows, block_cols = block_shape(*shape, itemsize, block_rows, None, HALO)
-    if block_cols is not None or not stages:
+    if not laid and (block_cols is not None or not stages):
         return shu_osher(lambda t_, y, blend: euler_step(
             model, t_, y, dt, beds, blend=blend, interpret=interpret, block_rows=block_rows),
             t, state, dt, stages)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
     dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
 
-    def step(dynamic):
-        from .state import State
+    def interior(fields):
+        return State(*(f[halo:halo + shape[0], :shape[1]] for f in fields))
 
+    def step(dynamic):
         m, t0, s0, dt_, b = eqx.combine(dynamic, static)
-        first = padded_fields(m, t0, s0, b, block_rows, None, halo)
-        bed, y, view = first[3], first[:3], s0
-        times = [t0] + [t0 + c * dt_ for _, c in stages]
+        if laid:
+            first, view = (s0.h, s0.hu, s0.hv, s0.bed), s0.interior
+        else:
+            first, view = padded_fields(m, t0, s0, b, block_rows, None, halo), s0
+        bed, y = first[3], first[:3]
+        times = [t0] + [t0 + c * dt_ for _, c in stages] + [t0 + dt_]
         alphas = [None] + [alpha for alpha, _ in stages]
-        for k, (t_, alpha) in enumerate(zip(times, alphas)):
-            last = k == len(times) - 1
-            base = None if alpha is None else s0 if last else first[:3]
-            y = _forward(m, t_, view, dt_, b, True, interpret, block_rows, None, halo,
-                         alpha=alpha, base=base, padded=(*y, bed), out_padded=not last)
-            if not last:
+        for k, alpha in enumerate(alphas):
+            in_layout = laid or k < len(alphas) - 1  # the last writes a State unless laid
+            base = None if alpha is None else first[:3] if in_layout else s0
+            y = _forward(m, times[k], view, dt_, b, True, interpret, block_rows, None, halo,
+                         alpha=alpha, base=base, padded=(*y, bed), out_padded=in_layout)
+            if in_layout:
                 y = _refilled(m, times[k + 1], y, b, shape, halo)
-                view = State(*(f[halo:halo + shape[0], :shape[1]] for f in y))
-        return y
+                view = interior(y)
+        return Laid(*y, bed, shape, block_rows, halo) if laid else y
 
     def xla_step(dynamic):
         m, t0, s0, dt_, b = eqx.combine(dynamic, static)
-        return m.xla_ssp_step(t0, s0, dt_, b, stages)
+        if not laid:
+            return m.xla_ssp_step(t0, s0, dt_, b, stages)
+        new = m.xla_ssp_step(t0, s0.interior, dt_, b, stages)
+        fields = padded_fields(m, t0 + dt_, new, b, block_rows, None, halo)[:3]
+        return Laid(*fields, s0.bed, shape, block_rows, halo)
 
     return _differentiated_as(step, xla_step, dynamic)

@@ -19,7 +19,8 @@ from .errors import (SimulationError, check_choice, check_field, check_finite_sc
 from .model import ShallowWater
 from .state import State
 from .stepping import (INTEGRATORS, AbstractSSPRK, CFLController, Envelopes, FixedController,
-                       ShallowWaterTerm, Tracked, start_envelopes, state_of)
+                       ShallowWaterTerm, Tracked, laid_out, start_envelopes, state_of,
+                       unlaid)
 
 
 class Result(eqx.Module):
@@ -193,16 +194,17 @@ def _solve(model, y0, t0, t1, stops, save_ts, controls, integrator, max_steps, c
         # A fixed step never collapses; only NaN stops it.
         controller = FixedController(model=model, dt=dt, **{**common, "dt_min": 0.0})
 
+    beds = model.padded_beds()
     sol = diffrax.diffeqsolve(
-        ShallowWaterTerm(model), INTEGRATORS[integrator](), t0=t0, t1=t1, dt0=None, y0=y0,
-        args=model.padded_beds(),
+        ShallowWaterTerm(model), INTEGRATORS[integrator](), t0=t0, t1=t1, dt0=None,
+        y0=laid_out(model, t0, y0, beds, integrator), args=beds,
         saveat=diffrax.SaveAt(t1=True) if save_ts is None else diffrax.SaveAt(ts=save_ts, t1=True),
         stepsize_controller=controller,
         adjoint=diffrax.RecursiveCheckpointAdjoint(checkpoints=checkpoints),
         max_steps=max_steps,
         throw=False,
     )
-    return sol.ts, sol.ys, sol.result, sol.stats["num_steps"]
+    return sol.ts, unlaid(sol.ys), sol.result, sol.stats["num_steps"]
 
 
 def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=None,

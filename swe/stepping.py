@@ -67,8 +67,39 @@ class Tracked(eqx.Module):
     envelopes: Envelopes
 
 
-def state_of(y) -> State:
+def carried(y):
+    """The solver's state in its carry ``y``: a :class:`State`, or a
+    :class:`swe.pallas.Laid` where the run takes the Pallas kernel."""
     return y.state if isinstance(y, Tracked) else y
+
+
+def state_of(y) -> State:
+    """The :class:`State` of the carry ``y``."""
+    from .pallas import Laid
+
+    y = carried(y)
+    return y.interior if isinstance(y, Laid) else y
+
+
+def laid_out(model, t0, y0, beds, integrator):
+    """The carry ``y0`` at ``t0`` with its state as :class:`swe.pallas.Laid` where the run's
+    SSP steps take the Pallas kernel with full-width blocks (:func:`swe.pallas.lays_out`),
+    else ``y0``; :func:`unlaid` undoes it."""
+    from . import pallas
+
+    state = carried(y0)
+    if not (issubclass(INTEGRATORS[integrator], AbstractSSPRK)
+            and not issubclass(INTEGRATORS[integrator], SplitHancock)
+            and pallas.lays_out(model, beds, state.h.shape,
+                                jnp.dtype(state.h.dtype).itemsize)):
+        return y0
+    laid = pallas.laid_out(model, t0, state, beds)
+    return Tracked(laid, y0.envelopes) if isinstance(y0, Tracked) else laid
+
+
+def unlaid(ys):
+    """``ys`` (saved carries) with their states as :class:`State`."""
+    return Tracked(state_of(ys), ys.envelopes) if isinstance(ys, Tracked) else state_of(ys)
 
 
 class ShallowWaterTerm(diffrax.AbstractTerm):
@@ -150,9 +181,9 @@ class AbstractSSPRK(diffrax.AbstractSolver):
         del solver_state, made_jump
         dt = t1 - t0
         terms = _unwrap(terms)
-        y = terms.model.ssp_step(t0, state_of(y0), dt, args, self.stages)
+        y = terms.model.ssp_step(t0, carried(y0), dt, args, self.stages)
         if isinstance(y0, Tracked):
-            y = Tracked(y, y0.envelopes.update(t1, y, terms.model.h_dry))
+            y = Tracked(y, y0.envelopes.update(t1, state_of(y), terms.model.h_dry))
         dense_info = dict(y0=y0, y1=y)
         return y, None, dense_info, None, RESULTS.successful
 

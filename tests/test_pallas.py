@@ -4,6 +4,7 @@ validated, and the kernel lowers for a TPU. Its speed is measured by
 scripts/bench_stage_kernels.py on a TPU, not here."""
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -101,7 +102,12 @@ def test_chained_ssp_stages_equal_the_xla_step(case):
     the third blended into a state) equals XLA's step to round-off (float64, interpret
     mode, blocks of 8 rows so that there are several) on five cases: first order, every
     source, periodic sides with a stage boundary, time-dependent inflows (one on the low x
-    side, whose ghost columns wrap to the end of the layout's rows), linear drag."""
+    side, whose ghost columns wrap to the end of the layout's rows), linear drag.
+
+    The same step from the state carried in the kernel's layout (:class:`swe.pallas.Laid`,
+    as runs take it) gives the same state, and the layout it ends in (refilled by the
+    kernel's step) is exactly what :func:`swe.pallas.padded_fields` makes of that state at
+    the step's end (to round-off): the ghost cells of ``t + dt`` and zeros elsewhere."""
     _, model, state, dt = case
     beds = model.padded_beds()
     stages = swe.stepping.SSPRK3.stages
@@ -110,6 +116,15 @@ def test_chained_ssp_stages_equal_the_xla_step(case):
                                             interpret=True, block_rows=8))(state)
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
     assert _max_diff(got, want) <= 1e-14 * scale
+    halo = pallas.CHAINED_HALO
+    laid = pallas.Laid(*pallas.padded_fields(model, 0.1, state, beds, 8, None, halo),
+                       shape=state.h.shape, block_rows=8, halo=halo)
+    new = jax.jit(lambda y: pallas.ssp_step(model, 0.1, y, dt, beds, stages,
+                                            interpret=True))(laid)
+    assert isinstance(new, pallas.Laid) and new.block_rows == 8
+    assert _max_diff(new.interior, want) <= 1e-14 * scale
+    again = pallas.padded_fields(model, 0.1 + dt, new.interior, beds, 8, None, halo)
+    assert _max_diff((new.h, new.hu, new.hv, new.bed), again) <= 1e-14 * scale
 
 
 def test_stage_vjp_is_the_xla_stage_vjp():
@@ -225,10 +240,14 @@ def test_block_rows_fit_the_window_budget_and_the_grid():
     assert pallas.block_rows_for(4096, 4224, 4) == 32
 
 
-def test_the_kernel_lowers_for_a_tpu():
+def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
     """Pallas to Mosaic for a TPU (``jax.export``, no chip needed), float32, full-width rows
     (8 and 4 halo rows) and column blocks, with and without friction, forcing and
-    inflows."""
+    inflows; with x64 on (as here), the kernels' Mosaic modules hold no 64-bit value (on a
+    TPU v5e the kernel compiler aborted the process on the float64 constants that Python
+    numbers had become, 12-07)."""
+    monkeypatch.setattr(pallas.pl, "pallas_call",
+                        functools.partial(pallas.pl.pallas_call, debug=True))
     model, state = bench.problem(64)
     busy_model = swe.ShallowWater(
         model.grid, bed=model.bed, friction=swe.Manning(jnp.full((64, 64), 0.03)),
@@ -242,14 +261,17 @@ def test_the_kernel_lowers_for_a_tpu():
             m, 0.0, s, jnp.float32(1e-3), beds32, block_cols=cols, halo=halo))
         lowered = jax.export.export(stage, platforms=["tpu"])(state32).mlir_module()
         assert "tpu_custom_call" in lowered
+        printed = capsys.readouterr().out  # the kernel's jaxpr and Mosaic module
+        assert "func.func @_kernel" in printed
+        assert "f64" not in printed and not re.search(r"arith\.\w+ .*: i64", printed)
 
 
 def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
-    """Ensembles: an SSP-RK2 step (chained stages) vmapped over Manning's n (a batched SMEM
-    scalar) and over the state equals XLA's vmapped the same way (interpret mode), and
-    lowers for a TPU
-    (the scalars are one row so that a batched block still spans the array's last two
-    dimensions, as Mosaic requires)."""
+    """Ensembles: an SSP-RK2 step (chained stages, from and to the kernel's layout as runs
+    take it) vmapped over Manning's n (a batched SMEM scalar) and over the state equals
+    XLA's vmapped the same way (interpret mode), and lowers for a TPU (the scalars are one
+    row so that a batched block still spans the array's last two dimensions, as Mosaic
+    requires)."""
     model, state = _bump(friction=swe.Manning(0.03))
     beds = model.padded_beds()
     ns = jnp.array([0.01, 0.03, 0.05])
@@ -263,7 +285,9 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
         stages = swe.stepping.SSPRK2.stages
         if kernel == "xla":
             return m.ssp_step(0.0, s, dtype(0.01), b, stages)
-        return pallas.ssp_step(m, 0.0, s, dtype(0.01), b, stages, interpret=kernel != "pallas")
+        laid = pallas.laid_out(m, 0.0, s, b)  # as a run carries it
+        return pallas.ssp_step(m, 0.0, laid, dtype(0.01), b, stages,
+                               interpret=kernel != "pallas").interior
 
     want = jax.vmap(functools.partial(stage, kernel="xla"))(ns, states)
     got = jax.vmap(functools.partial(stage, kernel="pallas-interpret"))(ns, states)
