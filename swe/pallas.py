@@ -567,6 +567,15 @@ class Laid(eqx.Module):
         (ny, nx), halo = self.shape, self.halo
         return State(*(f[..., halo:halo + ny, :nx] for f in (self.h, self.hu, self.hv)))
 
+    def with_interior(self, state, fill=0.0):
+        """A :class:`Laid` of this layout holding ``state`` in its interior and ``fill``
+        everywhere else (bed included): e.g. a tendency in the carry's structure."""
+        (ny, nx), halo = self.shape, self.halo
+        fields = [jnp.full_like(f, fill).at[halo:halo + ny, :nx].set(x)
+                  for f, x in zip((self.h, self.hu, self.hv), (state.h, state.hu, state.hv))]
+        return Laid(*fields, jnp.full_like(self.bed, fill), self.shape, self.block_rows,
+                    halo)
+
 
 def lays_out(model, beds, shape, itemsize) -> bool:
     """Whether a run's SSP steps carry the state as :class:`Laid`: where the model's

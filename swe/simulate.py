@@ -195,16 +195,20 @@ def _solve(model, y0, t0, t1, stops, save_ts, controls, integrator, max_steps, c
         controller = FixedController(model=model, dt=dt, **{**common, "dt_min": 0.0})
 
     beds = model.padded_beds()
+    # The saved frames are the carries' states (a carry in the Pallas kernel's layout is
+    # larger, and holds the bed).
+    save = dict(t1=True, fn=lambda t, y, args: unlaid(y))
     sol = diffrax.diffeqsolve(
         ShallowWaterTerm(model), INTEGRATORS[integrator](), t0=t0, t1=t1, dt0=None,
         y0=laid_out(model, t0, y0, beds, integrator), args=beds,
-        saveat=diffrax.SaveAt(t1=True) if save_ts is None else diffrax.SaveAt(ts=save_ts, t1=True),
+        saveat=diffrax.SaveAt(**save) if save_ts is None else diffrax.SaveAt(ts=save_ts,
+                                                                             **save),
         stepsize_controller=controller,
         adjoint=diffrax.RecursiveCheckpointAdjoint(checkpoints=checkpoints),
         max_steps=max_steps,
         throw=False,
     )
-    return sol.ts, unlaid(sol.ys), sol.result, sol.stats["num_steps"]
+    return sol.ts, sol.ys, sol.result, sol.stats["num_steps"]
 
 
 def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=None,

@@ -98,7 +98,7 @@ def laid_out(model, t0, y0, beds, integrator):
 
 
 def unlaid(ys):
-    """``ys`` (saved carries) with their states as :class:`State`."""
+    """The carry (or saved carries) ``ys`` with its state as :class:`State`."""
     return Tracked(state_of(ys), ys.envelopes) if isinstance(ys, Tracked) else state_of(ys)
 
 
@@ -108,7 +108,12 @@ class ShallowWaterTerm(diffrax.AbstractTerm):
     model: ShallowWater
 
     def vf(self, t, y, args):
+        from .pallas import Laid
+
         d = self.model.tendency(t, state_of(y), args)
+        laid = carried(y)
+        if isinstance(laid, Laid):  # in the carry's structure: zero outside the interior
+            d = laid.with_interior(d, fill=0.0)
         if isinstance(y, Tracked):
             return Tracked(d, jax.tree.map(jnp.zeros_like, y.envelopes))
         return d

@@ -13,6 +13,7 @@ import pytest
 
 import swe
 from swe import bench, pallas
+from swe.simulate import iterate
 
 
 def _max_diff(a, b):
@@ -183,6 +184,48 @@ def test_whole_runs_and_gradients_agree_with_the_xla_stage():
     assert float(jnp.max(jnp.abs(g_kernel[1] - g_xla[1]))) <= sensitivity < 0.05
 
 
+def test_runs_carry_their_state_in_the_kernels_layout():
+    """A run that takes the kernel carries its state as :class:`swe.pallas.Laid` (padded
+    once, inside the compiled solve) and gives XLA's run: forward Euler (one stage from
+    and to the layout; SSP-RK2 and RK3 runs: the gradient test and the chained stages'
+    test) with a time-dependent inflow, on 12 rows (one block of 16: the band below the interior is
+    wider than its ghost rows), frames saved at three times as plain states, envelopes
+    tracked, also run frame by frame (``swe.simulate.iterate``), and an ensemble of two
+    members (vmapped; a steady inflow). The term's vector field on such a carry is the state's tendency in the
+    carry's structure."""
+    grid = swe.Grid(nx=14, ny=12, x=(0.0, 1.4), y=(0.0, 1.2))
+    x, y = grid.cell_centers()
+    h = 0.3 + 0.1 * jnp.exp(-((x - 0.5) ** 2 + (y - 0.6) ** 2) / 0.05)
+
+    def model(kernel, n=0.03, inflow=lambda t: 0.05 + 0.2 * t):
+        return swe.ShallowWater(grid, friction=swe.Manning(n), boundaries=swe.Boundaries(
+            west=swe.Inflow(inflow), east=swe.Outflow()),
+            scheme=swe.FiniteVolume(kernel=kernel))
+
+    state = swe.State(h=h, hu=0.1 * h, hv=0.05 * h * jnp.sin(3.0 * x))
+    laid = pallas.laid_out(model("pallas-interpret"), 0.0, state, model("xla").padded_beds())
+    assert laid.block_rows == 16 and laid.h.shape == (2 * pallas.CHAINED_HALO + 16, 128)
+    xla, kernel = (swe.simulate(model(k), state, 0.2, save_at=[0.05, 0.1, 0.2],
+                                integrator="euler") for k in ("xla", "pallas-interpret"))
+    assert int(xla.num_steps) == int(kernel.num_steps) > 5
+    assert kernel.states.h.shape == (3, 12, 14)
+    assert _max_diff((xla.states, xla.envelopes), (kernel.states, kernel.envelopes)) < 1e-13
+    frames = list(iterate(model("pallas-interpret"), state, 0.2, save_at=[0.05, 0.1, 0.2],
+                          integrator="euler"))
+    assert _max_diff(frames[-1].state, kernel.final) < 1e-13
+    members = [model(k, n, 0.05) for k in ("xla", "pallas-interpret") for n in (0.02, 0.04)]
+    runs = [swe.simulate_ensemble(members[i:i + 2], state, 0.1, envelopes=False).results
+            for i in (0, 2)]
+    assert _max_diff([r.final for r in runs[0]], [r.final for r in runs[1]]) < 1e-13
+    m = model("pallas-interpret")
+    d = jax.jit(lambda y: swe.stepping.ShallowWaterTerm(m).vf(0.1, y, m.padded_beds()))(laid)
+    want = jax.jit(lambda s: m.tendency(0.1, s, m.padded_beds()))(state)
+    assert isinstance(d, pallas.Laid) and float(jnp.max(jnp.abs(d.bed))) == 0.0
+    inner = (slice(laid.halo, laid.halo + 12), slice(0, 14))  # (a State checks h >= 0)
+    assert _max_diff([f[inner] for f in (d.h, d.hu, d.hv)], [want.h, want.hu, want.hv]) < 1e-14
+    assert float(jnp.max(jnp.abs(want.h))) > 0.0
+
+
 def test_the_kernel_choice():
     """``kernel`` is validated; "auto" and "xla" stay with XLA on a CPU; "pallas" refuses a
     CPU backend and a model it does not cover, naming why."""
@@ -266,7 +309,7 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
         assert "f64" not in printed and not re.search(r"arith\.\w+ .*: i64", printed)
 
 
-def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
+def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu(monkeypatch, capsys):
     """Ensembles: an SSP-RK2 step (chained stages, from and to the kernel's layout as runs
     take it) vmapped over Manning's n (a batched SMEM scalar) and over the state equals
     XLA's vmapped the same way (interpret mode), and lowers for a TPU (the scalars are one
@@ -292,11 +335,17 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu():
     want = jax.vmap(functools.partial(stage, kernel="xla"))(ns, states)
     got = jax.vmap(functools.partial(stage, kernel="pallas-interpret"))(ns, states)
     assert _max_diff(got, want) < 1e-14
+    monkeypatch.setattr(pallas.pl, "pallas_call",
+                        functools.partial(pallas.pl.pallas_call, debug=True))
+    capsys.readouterr()
     lowered = jax.export.export(
         jax.jit(jax.vmap(functools.partial(stage, kernel="pallas", dtype=jnp.float32))),
         platforms=["tpu"])(ns.astype(jnp.float32),
                            jax.tree.map(lambda a: a.astype(jnp.float32), states))
     assert "tpu_custom_call" in lowered.mlir_module()
+    printed = capsys.readouterr().out  # no 64-bit value (see the test above)
+    assert "func.func @_kernel" in printed
+    assert "f64" not in printed and not re.search(r"arith\.\w+ .*: i64", printed)
 
 
 def test_auto_takes_the_kernel_for_models_it_covers_on_large_grids(monkeypatch):
