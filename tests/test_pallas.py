@@ -188,11 +188,11 @@ def test_runs_carry_their_state_in_the_kernels_layout():
     """A run that takes the kernel carries its state as :class:`swe.pallas.Laid` (padded
     once, inside the compiled solve) and gives XLA's run: forward Euler (one stage from
     and to the layout; SSP-RK2 and RK3 runs: the gradient test and the chained stages'
-    test) with a time-dependent inflow, on 12 rows (one block of 16: the band below the interior is
-    wider than its ghost rows), frames saved at three times as plain states, envelopes
-    tracked, also run frame by frame (``swe.simulate.iterate``), and an ensemble of two
-    members (vmapped; a steady inflow). The term's vector field on such a carry is the state's tendency in the
-    carry's structure."""
+    test) with a time-dependent inflow, on 12 rows (one block of 16: the band below the
+    interior is wider than its ghost rows), frames saved at three times as plain states,
+    envelopes tracked, also run frame by frame (``iterate`` from ``swe.simulate``), and
+    an ensemble of two members (vmapped; a steady inflow). The term's vector field on such
+    a carry is the state's tendency in the carry's structure."""
     grid = swe.Grid(nx=14, ny=12, x=(0.0, 1.4), y=(0.0, 1.2))
     x, y = grid.cell_centers()
     h = 0.3 + 0.1 * jnp.exp(-((x - 0.5) ** 2 + (y - 0.6) ** 2) / 0.05)
