@@ -39,6 +39,7 @@ def main(argv=None):
     p.add_argument("--batching", default="vmap", choices=("vmap", "map"),
                    help="members vmapped, or one after another in one compiled loop")
     p.add_argument("--ensemble-kernel", default="auto",
+                   choices=("auto", "xla", "pallas", "pallas-interpret"),
                    help="the members' stage kernel in the vmapped call (default: auto)")
     p.add_argument("--sequential-only", action="store_true",
                    help="time only the sequential runs (the one-device baseline)")

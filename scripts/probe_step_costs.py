@@ -4,7 +4,9 @@ per timed call, interleaved, medians of ``--repeat``; a probe, not a benchmark).
 
 Parts, each ms per step:
 
-* ``step``: :func:`swe.pallas.ssp_step` (padding, two chained kernel stages, refill);
+* ``step``: :func:`swe.pallas.ssp_step` from and to a state (padding, two chained kernel
+  stages; the 12-07 records were taken when its last stage wrote the state directly,
+  now it is laid out, stepped as ``laid`` and its interior taken);
 * ``step+cfl``: the same with the next step's CFL reduction;
 * ``laid``, ``laid+cfl``: the same from and to a state carried in the kernel's layout
   (:class:`swe.pallas.Laid`, as a run takes it: no padding pass);

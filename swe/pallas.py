@@ -205,27 +205,41 @@ def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     return (*out, bed.astype(state.h.dtype))
 
 
+def _ghosts(model, t, state, beds):
+    """The ghost cells of ``state`` at time ``t``: ``(lo_x, hi_x, lo_y, hi_y)``, each a
+    tuple ``(h, hu, hv)`` of strips (along y the boundary functions take hv as the
+    normal momentum; reordered here)."""
+    from .boundaries import ghost_cells
+
+    kw = dict(ng=model.scheme.ghost_cells, t=t, g=model.g, h_dry=model.h_dry)
+    lo_x, hi_x = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries,
+                             axis=1, **kw)
+    lo_y, hi_y = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries,
+                             axis=0, **kw)
+    return lo_x, hi_x, *((g[0], g[2], g[1]) for g in (lo_y, hi_y))
+
+
+def _interior(fields, shape, halo, left=0):
+    """The :class:`swe.State` in the first three of ``fields`` (in :func:`layout`; any
+    leading axes kept)."""
+    from .state import State
+
+    ny, nx = shape
+    return State(*(f[..., halo:halo + ny, left:left + nx] for f in fields[:3]))
+
+
 def _set_ghosts(model, t, fields, state, beds, left, halo):
     """``fields`` (h, hu, hv in :func:`layout`) with the ghost cells of ``state`` (their
     interior) at time ``t`` written in place."""
-    from .boundaries import ghost_cells
-
     ny, nx = state.h.shape
     width = fields[0].shape[1]
     ng = model.scheme.ghost_cells
-    kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
     inner_rows, inner_cols = slice(halo, halo + ny), slice(left, left + nx)
     low = _columns_before(left, width, ng)
-    lo, hi = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries, axis=1,
-                         **kw)
-    out = [f.at[inner_rows, low].set(a).at[inner_rows, left + nx:left + nx + ng].set(b)
-           for f, a, b in zip(fields, lo, hi)]
-    lo, hi = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries, axis=0,
-                         **kw)
-    for k, a, b in zip((0, 2, 1), lo, hi):  # along y the normal momentum is hv
-        out[k] = out[k].at[halo - ng:halo, inner_cols].set(a).at[
-            halo + ny:halo + ny + ng, inner_cols].set(b)
-    return out
+    lo_x, hi_x, lo_y, hi_y = _ghosts(model, t, state, beds)
+    return [f.at[inner_rows, low].set(a).at[inner_rows, left + nx:left + nx + ng].set(b)
+            .at[halo - ng:halo, inner_cols].set(c).at[halo + ny:halo + ny + ng, inner_cols]
+            .set(d) for f, a, b, c, d in zip(fields, lo_x, hi_x, lo_y, hi_y)]
 
 
 def _refilled(model, t, fields, beds, shape, halo):
@@ -238,26 +252,17 @@ def _refilled(model, t, fields, beds, shape, halo):
     elsewhere zeros, as there. (Six thin writes a field, one per ghost-cell strip and
     row band, made eighteen XLA operations a refill; each costs a few microseconds on a
     TPU whatever its size.)"""
-    from .boundaries import ghost_cells
-    from .state import State
-
     ny, nx = shape
     rows, width = fields[0].shape
     ng = model.scheme.ghost_cells
-    state = State(*(f[halo:halo + ny, :nx] for f in fields))
-    kw = dict(ng=ng, t=t, g=model.g, h_dry=model.h_dry)
-    lo_x, hi_x = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries,
-                             axis=1, **kw)
-    lo_y, hi_y = ghost_cells(state.h, state.hv, state.hu, beds[0], model.boundaries,
-                             axis=0, **kw)
     out = []
-    for k, f in enumerate(fields):
-        ky = (0, 2, 1)[k]  # along y the normal momentum is hv
+    for f, *strips in zip(fields, *_ghosts(model, t, _interior(fields, shape, halo), beds)):
+        lo_x, hi_x, lo_y, hi_y = strips
         # Pads (not concatenations or updates of zeros): XLA fuses them into the write.
-        top = jnp.pad(lo_y[ky], ((halo - ng, 0), (0, width - nx)))
-        bottom = jnp.pad(hi_y[ky], ((0, rows - halo - ny - ng), (0, width - nx)))
-        side = (jnp.pad(hi_x[k], ((0, 0), (0, width - nx - ng)))
-                + jnp.pad(lo_x[k], ((0, 0), (width - nx - ng, 0))))
+        top = jnp.pad(lo_y, ((halo - ng, 0), (0, width - nx)))
+        bottom = jnp.pad(hi_y, ((0, rows - halo - ny - ng), (0, width - nx)))
+        side = (jnp.pad(hi_x, ((0, 0), (0, width - nx - ng)))
+                + jnp.pad(lo_x, ((0, 0), (width - nx - ng, 0))))
         out.append(f.at[:halo].set(top).at[halo + ny:].set(bottom)
                    .at[halo:halo + ny, nx:].set(side))
     return out
@@ -562,10 +567,7 @@ class Laid(eqx.Module):
     @property
     def interior(self):
         """The :class:`swe.State` (any leading axes kept)."""
-        from .state import State
-
-        (ny, nx), halo = self.shape, self.halo
-        return State(*(f[..., halo:halo + ny, :nx] for f in (self.h, self.hu, self.hv)))
+        return _interior((self.h, self.hu, self.hv), self.shape, self.halo)
 
     def with_interior(self, state, fill=0.0):
         """A :class:`Laid` of this layout holding ``state`` in its interior and ``fill``
@@ -577,87 +579,69 @@ class Laid(eqx.Module):
                     halo)
 
 
-def lays_out(model, beds, shape, itemsize) -> bool:
-    """Whether a run's SSP steps carry the state as :class:`Laid`: where the model's
-    kernel (:func:`chosen`) is this one and its blocks are full-width rows."""
-    return chosen(model, beds) != "xla" and block_shape(*shape, itemsize)[1] is None
+def lays_out(model, integrator, shape, itemsize) -> bool:
+    """Whether a run of ``model`` with ``integrator`` carries its state as :class:`Laid`:
+    where its steps take this kernel (:func:`taken`) with full-width rows."""
+    return taken(model, integrator) != "xla" and block_shape(*shape, itemsize)[1] is None
 
 
-def laid_out(model, t, state, beds):
+def laid_out(model, t, state, beds, block_rows=None, halo=CHAINED_HALO):
     """``state`` at time ``t`` as :class:`Laid` (one padding pass; see
-    :func:`padded_fields`)."""
+    :func:`padded_fields`), in blocks of ``block_rows`` (by default :func:`block_shape`'s)
+    with ``halo`` rows each side."""
     shape = state.h.shape
-    block_rows = block_shape(*shape, jnp.dtype(state.h.dtype).itemsize)[0]
-    fields = padded_fields(model, t, state, beds, block_rows, None, CHAINED_HALO)
-    return Laid(*fields, shape=shape, block_rows=block_rows, halo=CHAINED_HALO)
+    block_rows = block_shape(*shape, jnp.dtype(state.h.dtype).itemsize, block_rows)[0]
+    fields = padded_fields(model, t, state, beds, block_rows, None, halo)
+    return Laid(*fields, shape=shape, block_rows=block_rows, halo=halo)
 
 
 def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=None,
              halo=CHAINED_HALO):
     """A step of an SSP Runge-Kutta scheme in Shu-Osher form
     (:meth:`swe.ShallowWater.ssp_step`) by the kernel, its stages chained in the kernel's
-    layout: the first stage's input is made by :func:`padded_fields`, every later one is
-    the stage before it written by the kernel in that layout (and refilled: the rows
-    above and below the interior zeroed, the ghost cells set; :func:`_refilled`), and
-    only the last stage writes a :class:`swe.State` (blended with ``state`` in the
-    kernel). That saves a padding pass over the state (and
-    the bed) per stage after the first. Grids wide enough for column blocks take one
-    :func:`euler_step` per stage. The chained stages take :data:`CHAINED_HALO` halo rows
-    (the rows a block writes in the layout must start on a tile of 8) and the rows per
-    block of :data:`HALO`'s.
+    layout, from and to a :class:`Laid` state (a run's carry, see :func:`laid_out`): each
+    stage reads the layout and writes the next in it (blended with the step's start in
+    the kernel), refilled in place with the ghost cells of its time (:func:`_refilled`),
+    so no pass over the state pads it. A :class:`swe.State` is laid out first (blocks of
+    ``block_rows`` with ``halo`` rows, a multiple of 8: the rows a block writes in the
+    layout must start on a tile of 8) and the result's interior returned; grids wide
+    enough for column blocks take one :func:`euler_step` per stage instead.
 
-    ``state`` a :class:`Laid` (a run's carry, see :func:`laid_out`): the first stage reads
-    it as it is and the last writes the new state in the layout too (refilled with the
-    ghost cells of ``t + dt``), returned as :class:`Laid`: no padding pass at all (its
-    ``block_rows`` and ``halo`` are the layout's).
-
-    Reverse-mode derivatives are those of XLA's step
-    (:meth:`swe.ShallowWater.xla_ssp_step`; for a :class:`Laid` state, of its interior,
-    the result laid out by :func:`padded_fields`)."""
+    Reverse-mode derivatives are those of XLA's step (:meth:`swe.ShallowWater.xla_ssp_step`)
+    on the interior, the result laid out by :func:`padded_fields`."""
     from .model import shu_osher
-    from .state import State
 
-    laid = isinstance(state, Laid)
-    if laid:
-        shape, block_rows, halo = state.shape, state.block_rows, state.halo
-        itemsize = jnp.dtype(state.h.dtype).itemsize
-    else:
-        shape, itemsize = state.h.shape, jnp.dtype(state.h.dtype).itemsize
+    if not isinstance(state, Laid):
+        _check(model, beds, block_rows, None, halo, halo_multiple=8)
+        rows, cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,
+                                 block_rows)
+        if cols is not None:
+            return shu_osher(lambda t_, y, blend: euler_step(
+                model, t_, y, dt, beds, blend=blend, interpret=interpret, block_rows=rows),
+                t, state, dt, stages)
+        laid = laid_out(model, t, state, beds, rows, halo)
+        return ssp_step(model, t, laid, dt, beds, stages, interpret=interpret).interior
+    shape, block_rows, halo = state.shape, state.block_rows, state.halo
     _check(model, beds, block_rows, None, halo, halo_multiple=8)
-    block_rows, block_cols = block_shape(*shape, itemsize, block_rows, None, HALO)
-    if not laid and (block_cols is not None or not stages):
-        return shu_osher(lambda t_, y, blend: euler_step(
-            model, t_, y, dt, beds, blend=blend, interpret=interpret, block_rows=block_rows),
-            t, state, dt, stages)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
     dynamic, static = eqx.partition((model, t, state, dt, beds), eqx.is_array)
 
-    def interior(fields):
-        return State(*(f[halo:halo + shape[0], :shape[1]] for f in fields))
-
     def step(dynamic):
         m, t0, s0, dt_, b = eqx.combine(dynamic, static)
-        if laid:
-            first, view = (s0.h, s0.hu, s0.hv, s0.bed), s0.interior
-        else:
-            first, view = padded_fields(m, t0, s0, b, block_rows, None, halo), s0
-        bed, y = first[3], first[:3]
+        start = (s0.h, s0.hu, s0.hv)
+        y, view = start, s0.interior
         times = [t0] + [t0 + c * dt_ for _, c in stages] + [t0 + dt_]
         alphas = [None] + [alpha for alpha, _ in stages]
         for k, alpha in enumerate(alphas):
-            in_layout = laid or k < len(alphas) - 1  # the last writes a State unless laid
-            base = None if alpha is None else first[:3] if in_layout else s0
             y = _forward(m, times[k], view, dt_, b, True, interpret, block_rows, None, halo,
-                         alpha=alpha, base=base, padded=(*y, bed), out_padded=in_layout)
-            if in_layout:
-                y = _refilled(m, times[k + 1], y, b, shape, halo)
-                view = interior(y)
-        return Laid(*y, bed, shape, block_rows, halo) if laid else y
+                         alpha=alpha, base=None if alpha is None else start,
+                         padded=(*y, s0.bed), out_padded=True)
+            y = _refilled(m, times[k + 1], y, b, shape, halo)
+            view = _interior(y, shape, halo)
+        return Laid(*y, s0.bed, shape, block_rows, halo)
 
     def xla_step(dynamic):
         m, t0, s0, dt_, b = eqx.combine(dynamic, static)
-        if not laid:
-            return m.xla_ssp_step(t0, s0, dt_, b, stages)
         new = m.xla_ssp_step(t0, s0.interior, dt_, b, stages)
         fields = padded_fields(m, t0 + dt_, new, b, block_rows, None, halo)[:3]
         return Laid(*fields, s0.bed, shape, block_rows, halo)

@@ -88,10 +88,8 @@ def laid_out(model, t0, y0, beds, integrator):
     from . import pallas
 
     state = carried(y0)
-    if not (issubclass(INTEGRATORS[integrator], AbstractSSPRK)
-            and not issubclass(INTEGRATORS[integrator], SplitHancock)
-            and pallas.lays_out(model, beds, state.h.shape,
-                                jnp.dtype(state.h.dtype).itemsize)):
+    if not pallas.lays_out(model, integrator, state.h.shape,
+                           jnp.dtype(state.h.dtype).itemsize):
         return y0
     laid = pallas.laid_out(model, t0, state, beds)
     return Tracked(laid, y0.envelopes) if isinstance(y0, Tracked) else laid
