@@ -12,6 +12,10 @@ Parts, each ms per step:
   (:class:`swe.pallas.Laid`, as a run takes it: no padding pass);
 * ``laid-thin``: ``laid`` with the refill of 12-06 (a thin write per ghost-cell strip
   and row band: six XLA operations a field, against three);
+* ``laid-whole``, ``laid-reach4``: ``laid`` with the kernel computing its whole window
+  (``pallas.COMPUTED_HALO = None``) or only 4 rows each side of its block (the stencils'
+  reach) of the 8 halo rows it reads; ``kernels-whole``, ``kernels-reach4``: the same of
+  ``kernels``;
 * ``kernels``: the two kernel stages alone, from inputs padded once outside the loop
   (no padding pass, no refill: the kernels' own cost);
 * ``padding``: :func:`swe.pallas.padded_fields` alone (state and bed);
@@ -69,13 +73,18 @@ def parts(n, interpret):
         fields = [f.at[:halo].set(0.0).at[halo + ny:].set(0.0) for f in fields]
         return pallas._set_ghosts(m, t, fields, view, beds, 0, halo)
 
-    def laid_thin(y):
-        real = pallas._refilled
-        pallas._refilled = thin_refill
-        try:
-            return laid_step(y)
-        finally:
-            pallas._refilled = real
+    def patched(name, value, fn):
+        """``fn`` traced with ``pallas.<name>`` set to ``value``."""
+        def run(y):
+            real = getattr(pallas, name)
+            setattr(pallas, name, value)
+            try:
+                return fn(y)
+            finally:
+                setattr(pallas, name, real)
+        return run
+
+    laid_thin = patched("_refilled", thin_refill, laid_step)
 
     padded = pallas.padded_fields(model, 0.0, state, beds, block_rows, None, halo)
 
@@ -101,7 +110,11 @@ def parts(n, interpret):
     return {"step": (step, state), "step+cfl": (step_cfl, (state, dt)),
             "laid": (laid_step, laid), "laid+cfl": (laid_cfl, (laid, dt)),
             "laid-thin": (laid_thin, laid),
-            "kernels": (kernels, padded), "padding": (padding, state), "cfl": (cfl, state)}
+            "laid-whole": (patched("COMPUTED_HALO", None, laid_step), laid),
+            "laid-reach4": (patched("COMPUTED_HALO", 4, laid_step), laid),
+            "kernels": (kernels, padded),
+            "kernels-whole": (patched("COMPUTED_HALO", None, kernels), padded),
+            "kernels-reach4": (patched("COMPUTED_HALO", 4, kernels), padded), "padding": (padding, state), "cfl": (cfl, state)}
 
 
 def main(argv=None):

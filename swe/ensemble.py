@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from . import pallas
 from .errors import SimulationError, check_choice
 from .model import ShallowWater
 from .simulate import Result, _check_gauges, _prepare, _raise_failure, _solve
@@ -183,7 +184,7 @@ class _Ensemble:
 
 
 def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
-              max_steps, dt_min, dt_max, envelopes, arrival_threshold, devices,
+              max_steps, dt_min, dt_max, envelopes, arrival_threshold, devices, batching,
               stack_states=False) -> _Ensemble:
     models, states = _members(models, states)
     count = len(models)
@@ -205,6 +206,11 @@ def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, 
         y0s = [Tracked(y, start_envelopes(r.t0, y, arrival_threshold, r.model.h_dry))
                for y, r in zip(y0s, runs)]
     model, model_axes = _stack([r.model for r in runs])
+    if batching == "vmap":  # the stage kernel chosen by the batch's size
+        kernel = pallas.batch_kernel(runs[0].model, len(runs) // (devices or 1))
+        if kernel != model.scheme.kernel:
+            model = eqx.tree_at(lambda m: m.scheme, model,
+                                dataclasses.replace(model.scheme, kernel=kernel))
     if stack_states:  # every state leaf stacked: the carry of iterate_ensemble's intervals
         y0 = jax.tree.map(lambda *x: jnp.stack(x), *y0s)
         y_axes = jax.tree.map(lambda _: 0, y0)
@@ -258,7 +264,7 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
     """
     batching = check_choice("batching", batching, ("vmap", "map"))
     ens = _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
-                    max_steps, dt_min, dt_max, envelopes, arrival_threshold, devices)
+                    max_steps, dt_min, dt_max, envelopes, arrival_threshold, devices, batching)
     run = ens.runs[0]
     gauges = _check_gauges(gauges, run.model)
     stops = np.unique(np.append(run.times, run.t_end))
@@ -305,7 +311,7 @@ def iterate_ensemble(models, states, t_end, save_at=None, *, members=None, t0=0.
     :func:`simulate_ensemble`. ``max_steps`` bounds each member's total steps."""
     batching = check_choice("batching", batching, ("vmap", "map"))
     ens = _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
-                    max_steps, dt_min, dt_max, True, arrival_threshold, devices,
+                    max_steps, dt_min, dt_max, True, arrival_threshold, devices, batching,
                     stack_states=True)
     run = ens.runs[0]
     count = ens.count

@@ -72,6 +72,10 @@ VMEM_MB = 100
 # results (False, the default). An experiment (scripts/probe_stage_kernel_costs.py): the
 # same arithmetic with one dependent roll fewer, twice the reconstruction work.
 RECOMPUTE_NEIGHBOUR_FACES = False
+# Halo rows a block's window reads (and the kernel computes) each side, where the layout
+# has more (the chained stages' CHAINED_HALO): the window then starts COMPUTED_HALO rows
+# above the block, off a tile of 8 rows. None: all of the layout's halo rows.
+COMPUTED_HALO = None
 # Halo rows of the chained stages of :func:`ssp_step`: a stage written in the layout has
 # its first row there, and Mosaic takes an output window only on a tile of 8 rows.
 CHAINED_HALO = 8
@@ -81,6 +85,11 @@ KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 # TPU v5e (12-06, float32): at N = 1024 XLA's stage was quicker (1.34 against 1.19
 # Gcell/s), at 1536 the kernel (1.21 against 0.75), at 2048 2.45x, at 4096 2.57x.
 AUTO_MIN_CELLS = 1536 * 1536
+# "auto" takes the kernel for a vmapped batch (an ensemble) whose members' cells together
+# reach this many (:func:`batch_kernel`). On a TPU v5e (12-07, float32, members to t = 1,
+# against the members run one by one): 64 members of 256^2 1.40x with the kernel, 0.62x
+# with XLA's stage (12-06).
+BATCH_MIN_CELLS = AUTO_MIN_CELLS
 
 
 def unsupported(model, beds) -> str | None:
@@ -116,6 +125,21 @@ def chosen(model, beds, *, predictor=False) -> str:
                          "'auto' or 'xla', or 'pallas-interpret' to run the kernel slowly "
                          "in interpret mode")
     return kernel
+
+
+def batch_kernel(model, members: int) -> str:
+    """The ``kernel`` a vmapped batch of ``members`` runs of ``model`` takes (an ensemble,
+    :func:`swe.simulate_ensemble`): ``"auto"`` becomes ``"pallas"`` on a TPU where the
+    batch's cells together reach :data:`BATCH_MIN_CELLS` and the kernel covers the model
+    (the vmapped kernel runs the members' blocks as one grid, so the batch's size is what
+    counts); otherwise ``model.scheme.kernel``, which each member's stage then resolves as
+    a single run would."""
+    kernel = model.scheme.kernel
+    if (kernel.lower() != "auto" or jax.default_backend() != "tpu"
+            or members * model.grid.nx * model.grid.ny < BATCH_MIN_CELLS
+            or unsupported(model, model.padded_beds()) is not None):
+        return kernel
+    return "pallas"
 
 
 def taken(model, integrator="ssprk2") -> str:
@@ -442,8 +466,10 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     # rotate rejects.
     roll = ((lambda a, k, axis: jnp.roll(a, k, axis)) if interpret
             else (lambda a, k, axis: pltpu.roll(a, np.int32(k), axis)))
+    # The window's halo rows: the stencils' reach (HALO) suffices, more are computed in vain.
+    reach = halo if COMPUTED_HALO is None else min(halo, COMPUTED_HALO)
     kernel = functools.partial(
-        _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols, halo=halo,
+        _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols, halo=reach,
         limiter=model.scheme.limiter_fn, riemann=model.scheme.riemann_fn, roll=roll,
         forcing=forcing, friction_def=friction_def, friction_kinds=friction_kinds,
         prescribed={axis: sides for axis, (sides, _) in faces.items()}, alpha=alpha,
@@ -451,8 +477,8 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
         if block_cols is None else slice(LANE_HALO, LANE_HALO + block_cols))
     if block_cols is None:
         n_cols, out_width = 1, -(-nx // 128) * 128  # the interior's columns, whole tiles
-        window = pl.BlockSpec((pl.Element(block_rows + 2 * halo), pl.Element(width)),
-                              lambda i, j: (i * block_rows, 0))
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * reach), pl.Element(width)),
+                              lambda i, j: (i * block_rows + halo - reach, 0))
         out_block = pl.BlockSpec((block_rows, out_width), lambda i, j: (i, 0))
         if out_padded:  # the blocks' rows at theirs in the layout, below the halo
             out_width = width
@@ -462,9 +488,9 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     else:
         out_width = width - 2 * LANE_HALO
         n_cols = out_width // block_cols
-        window = pl.BlockSpec((pl.Element(block_rows + 2 * halo),
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * reach),
                                pl.Element(block_cols + 2 * LANE_HALO)),
-                              lambda i, j: (i * block_rows, j * block_cols))
+                              lambda i, j: (i * block_rows + halo - reach, j * block_cols))
         out_block = pl.BlockSpec((block_rows, block_cols), lambda i, j: (i, j))
     out_shape = jax.ShapeDtypeStruct((rows if out_padded else rows - 2 * halo, out_width),
                                      dtype)

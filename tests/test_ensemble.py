@@ -31,6 +31,41 @@ def test_ensemble_equals_a_loop_of_single_runs():
     assert ds.attrs["Conventions"] == "CF-1.10"
 
 
+def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
+    """On a TPU "auto" takes the Pallas stage for a batch whose members' cells together
+    reach BATCH_MIN_CELLS (each grid alone below AUTO_MIN_CELLS), and an ensemble passes
+    that choice to its vmapped solve (not to a mapped one)."""
+    from swe import pallas
+
+    model, s0 = bench.problem(16)
+    monkeypatch.setattr(pallas, "BATCH_MIN_CELLS", 4 * 16 * 16)
+    assert pallas.batch_kernel(model, 8) == "auto"  # off a TPU: unchanged
+    monkeypatch.setattr(pallas.jax, "default_backend", lambda: "tpu")
+    assert pallas.batch_kernel(model, 3) == "auto"
+    assert pallas.batch_kernel(model, 4) == "pallas"
+    xla = swe.ShallowWater(model.grid, g=1.0, scheme=swe.FiniteVolume(kernel="xla"))
+    assert pallas.batch_kernel(xla, 64) == "xla"
+    bvd = swe.ShallowWater(model.grid, g=1.0, scheme=swe.FiniteVolume(limiter="thinc-bvd"))
+    assert pallas.batch_kernel(bvd, 64) == "auto"  # a model the kernel does not cover
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def solve_batch(model, *args):
+        seen.append(model.scheme.kernel)
+        raise Stop
+
+    monkeypatch.setattr(swe.ensemble, "_solve_batch", solve_batch)
+    models = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(n))
+              for n in (0.0, 0.01, 0.02, 0.03)]
+    for batching, count in (("vmap", 4), ("vmap", 3), ("map", 4)):
+        with pytest.raises(Stop):
+            swe.simulate_ensemble(models[:count], s0, 0.1, batching=batching)
+    assert seen == ["pallas", "auto", "auto"]
+
+
 def test_a_shared_initial_state_is_checked_once(monkeypatch):
     """Checking a state copies its fields to the host; members sharing one pay it once."""
     simulate_module = sys.modules["swe.simulate"]
