@@ -12,10 +12,9 @@ Parts, each ms per step:
   (:class:`swe.pallas.Laid`, as a run takes it: no padding pass);
 * ``laid-thin``: ``laid`` with the refill of 12-06 (a thin write per ghost-cell strip
   and row band: six XLA operations a field, against three);
-* ``laid-whole``, ``laid-reach4``: ``laid`` with the kernel computing its whole window
-  (``pallas.COMPUTED_HALO = None``) or only 4 rows each side of its block (the stencils'
-  reach) of the 8 halo rows it reads; ``kernels-whole``, ``kernels-reach4``: the same of
-  ``kernels``;
+* (12-07, second session: ``laid-whole``, ``laid-reach4``, ``kernels-whole`` and
+  ``kernels-reach4``, the kernel computing 4 of its window's 8 halo rows each side,
+  through an option since removed; see ``validation/perf/README.md``)
 * ``kernels``: the two kernel stages alone, from inputs padded once outside the loop
   (no padding pass, no refill: the kernels' own cost);
 * ``padding``: :func:`swe.pallas.padded_fields` alone (state and bed);
@@ -110,11 +109,8 @@ def parts(n, interpret):
     return {"step": (step, state), "step+cfl": (step_cfl, (state, dt)),
             "laid": (laid_step, laid), "laid+cfl": (laid_cfl, (laid, dt)),
             "laid-thin": (laid_thin, laid),
-            "laid-whole": (patched("COMPUTED_HALO", None, laid_step), laid),
-            "laid-reach4": (patched("COMPUTED_HALO", 4, laid_step), laid),
             "kernels": (kernels, padded),
-            "kernels-whole": (patched("COMPUTED_HALO", None, kernels), padded),
-            "kernels-reach4": (patched("COMPUTED_HALO", 4, kernels), padded), "padding": (padding, state), "cfl": (cfl, state)}
+ "padding": (padding, state), "cfl": (cfl, state)}
 
 
 def main(argv=None):

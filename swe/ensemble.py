@@ -205,12 +205,13 @@ def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, 
     if envelopes:
         y0s = [Tracked(y, start_envelopes(r.t0, y, arrival_threshold, r.model.h_dry))
                for y, r in zip(y0s, runs)]
-    model, model_axes = _stack([r.model for r in runs])
+    batched = [r.model for r in runs]
     if batching == "vmap":  # the stage kernel chosen by the batch's size
-        kernel = pallas.batch_kernel(runs[0].model, len(runs) // (devices or 1))
-        if kernel != model.scheme.kernel:
-            model = eqx.tree_at(lambda m: m.scheme, model,
-                                dataclasses.replace(model.scheme, kernel=kernel))
+        kernel = pallas.batch_kernel(batched[0], len(runs) // (devices or 1))
+        if kernel != batched[0].scheme.kernel:
+            scheme = dataclasses.replace(batched[0].scheme, kernel=kernel)
+            batched = [eqx.tree_at(lambda m: m.scheme, m, scheme) for m in batched]
+    model, model_axes = _stack(batched)
     if stack_states:  # every state leaf stacked: the carry of iterate_ensemble's intervals
         y0 = jax.tree.map(lambda *x: jnp.stack(x), *y0s)
         y_axes = jax.tree.map(lambda _: 0, y0)
@@ -259,7 +260,10 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
     copies of the first member, whose results are dropped). ``batching="map"`` runs each
     device's members one after another inside the same compiled call instead of
     vmapping them (on a CPU, where a batch of grids falls out of cache, this is the faster
-    one). Every member's result equals its single run whatever the device count. Raises
+    one). A vmapped batch's stage kernel is chosen by the batch's cells
+    (:func:`swe.pallas.batch_kernel`: on a TPU, ``kernel="auto"`` takes the Pallas stage
+    for members whose cells together reach 1024^2). Every member's result equals its
+    single run whatever the device count. Raises
     :class:`~swe.SimulationError` naming the first member that failed.
     """
     batching = check_choice("batching", batching, ("vmap", "map"))

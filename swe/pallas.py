@@ -72,12 +72,12 @@ VMEM_MB = 100
 # results (False, the default). An experiment (scripts/probe_stage_kernel_costs.py): the
 # same arithmetic with one dependent roll fewer, twice the reconstruction work.
 RECOMPUTE_NEIGHBOUR_FACES = False
-# Halo rows a block's window reads (and the kernel computes) each side, where the layout
-# has more (the chained stages' CHAINED_HALO): the window then starts COMPUTED_HALO rows
-# above the block, off a tile of 8 rows. None: all of the layout's halo rows.
-COMPUTED_HALO = None
 # Halo rows of the chained stages of :func:`ssp_step`: a stage written in the layout has
-# its first row there, and Mosaic takes an output window only on a tile of 8 rows.
+# its first row there, and Mosaic takes an output window only on a tile of 8 rows. The
+# kernel computes all of them (3 rows each side would do): on a TPU v5e (12-07) a window
+# starting 4 rows above its block was refused ("Couldn't prove that tiling (8) divides
+# index"), and reading the middle of an 8-halo window at a row offset of 4 took 1.46x the
+# time at N = 2048 (1.29x at 4096).
 CHAINED_HALO = 8
 
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
@@ -87,9 +87,10 @@ KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 AUTO_MIN_CELLS = 1536 * 1536
 # "auto" takes the kernel for a vmapped batch (an ensemble) whose members' cells together
 # reach this many (:func:`batch_kernel`). On a TPU v5e (12-07, float32, members to t = 1,
-# against the members run one by one): 64 members of 256^2 1.40x with the kernel, 0.62x
-# with XLA's stage (12-06).
-BATCH_MIN_CELLS = AUTO_MIN_CELLS
+# throughput against the members run one by one, same call): 16 members of 128^2 1.92x
+# with the kernel, 1.91x with XLA's stage; 16 of 256^2 1.54x against 1.21x; 64 of 256^2
+# 1.53x against 0.62x.
+BATCH_MIN_CELLS = 1024 * 1024
 
 
 def unsupported(model, beds) -> str | None:
@@ -466,10 +467,8 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     # rotate rejects.
     roll = ((lambda a, k, axis: jnp.roll(a, k, axis)) if interpret
             else (lambda a, k, axis: pltpu.roll(a, np.int32(k), axis)))
-    # The window's halo rows: the stencils' reach (HALO) suffices, more are computed in vain.
-    reach = halo if COMPUTED_HALO is None else min(halo, COMPUTED_HALO)
     kernel = functools.partial(
-        _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols, halo=reach,
+        _kernel, ny=ny, nx=nx, block_rows=block_rows, block_cols=block_cols, halo=halo,
         limiter=model.scheme.limiter_fn, riemann=model.scheme.riemann_fn, roll=roll,
         forcing=forcing, friction_def=friction_def, friction_kinds=friction_kinds,
         prescribed={axis: sides for axis, (sides, _) in faces.items()}, alpha=alpha,
@@ -477,8 +476,8 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
         if block_cols is None else slice(LANE_HALO, LANE_HALO + block_cols))
     if block_cols is None:
         n_cols, out_width = 1, -(-nx // 128) * 128  # the interior's columns, whole tiles
-        window = pl.BlockSpec((pl.Element(block_rows + 2 * reach), pl.Element(width)),
-                              lambda i, j: (i * block_rows + halo - reach, 0))
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * halo), pl.Element(width)),
+                              lambda i, j: (i * block_rows, 0))
         out_block = pl.BlockSpec((block_rows, out_width), lambda i, j: (i, 0))
         if out_padded:  # the blocks' rows at theirs in the layout, below the halo
             out_width = width
@@ -488,9 +487,9 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     else:
         out_width = width - 2 * LANE_HALO
         n_cols = out_width // block_cols
-        window = pl.BlockSpec((pl.Element(block_rows + 2 * reach),
+        window = pl.BlockSpec((pl.Element(block_rows + 2 * halo),
                                pl.Element(block_cols + 2 * LANE_HALO)),
-                              lambda i, j: (i * block_rows + halo - reach, j * block_cols))
+                              lambda i, j: (i * block_rows, j * block_cols))
         out_block = pl.BlockSpec((block_rows, block_cols), lambda i, j: (i, j))
     out_shape = jax.ShapeDtypeStruct((rows if out_padded else rows - 2 * halo, out_width),
                                      dtype)

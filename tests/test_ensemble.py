@@ -57,13 +57,22 @@ def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
         seen.append(model.scheme.kernel)
         raise Stop
 
-    monkeypatch.setattr(swe.ensemble, "_solve_batch", solve_batch)
     models = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(n))
               for n in (0.0, 0.01, 0.02, 0.03)]
-    for batching, count in (("vmap", 4), ("vmap", 3), ("map", 4)):
-        with pytest.raises(Stop):
-            swe.simulate_ensemble(models[:count], s0, 0.1, batching=batching)
+    with monkeypatch.context() as patch:
+        patch.setattr(swe.ensemble, "_solve_batch", solve_batch)
+        for batching, count in (("vmap", 4), ("vmap", 3), ("map", 4)):
+            with pytest.raises(Stop):
+                swe.simulate_ensemble(models[:count], s0, 0.1, batching=batching)
     assert seen == ["pallas", "auto", "auto"]
+    # A batch run with the kernel it was given (the members' own models keep theirs).
+    monkeypatch.undo()
+    monkeypatch.setattr(pallas, "batch_kernel", lambda m, k: "xla")
+    ens = swe.simulate_ensemble(models[:2], s0, 0.1)
+    for m, r in zip(models, ens.results):
+        assert r.model.scheme.kernel == "auto"
+        np.testing.assert_array_equal(np.asarray(r.states.h),
+                                      np.asarray(swe.simulate(m, s0, 0.1).states.h))
 
 
 def test_a_shared_initial_state_is_checked_once(monkeypatch):
