@@ -15,6 +15,7 @@ Parts, each ms per step:
 * (12-07, second session: ``laid-whole``, ``laid-reach4``, ``kernels-whole`` and
   ``kernels-reach4``, the kernel computing 4 of its window's 8 halo rows each side,
   through an option since removed; see ``validation/perf/README.md``)
+* ``laid@R`` (``--block-rows R``): ``laid`` in blocks of ``R`` rows (a multiple of 8);
 * ``kernels``: the two kernel stages alone, from inputs padded once outside the loop
   (no padding pass, no refill: the kernels' own cost);
 * ``padding``: :func:`swe.pallas.padded_fields` alone (state and bed);
@@ -39,7 +40,7 @@ from swe.state import State
 STAGES = ((0.5, 1.0),)  # SSP-RK2 after its first stage
 
 
-def parts(n, interpret):
+def parts(n, interpret, block_rows_list=()):
     model, state = bench.problem(n)
     state = jax.tree.map(lambda a: a.astype(jnp.float32), state)
     beds = jax.tree.map(lambda a: a.astype(jnp.float32), model.padded_beds())
@@ -106,7 +107,9 @@ def parts(n, interpret):
         a = jax.lax.optimization_barrier(model.stable_time_step(s, 0.45))
         return State(s.h + 0.0 * a, s.hu, s.hv)
 
-    return {"step": (step, state), "step+cfl": (step_cfl, (state, dt)),
+    by_rows = {f"laid@{r}": (laid_step, pallas.laid_out(model, 0.0, state, beds, r))
+               for r in block_rows_list}
+    return {**by_rows, "step": (step, state), "step+cfl": (step_cfl, (state, dt)),
             "laid": (laid_step, laid), "laid+cfl": (laid_cfl, (laid, dt)),
             "laid-thin": (laid_thin, laid),
             "kernels": (kernels, padded),
@@ -119,11 +122,13 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--only", nargs="+", default=None)
+    p.add_argument("--block-rows", type=int, nargs="+", default=(),
+                   help="also time `laid` in blocks of these many rows (parts laid@R)")
     args = p.parse_args(argv)
     interpret = jax.default_backend() != "tpu"
     for n in args.n:
         fns = {}
-        for name, (body, x0) in parts(n, interpret).items():
+        for name, (body, x0) in parts(n, interpret, args.block_rows).items():
             if args.only and name not in args.only:
                 continue
             fn = jax.jit(lambda x, body=body: jax.lax.fori_loop(

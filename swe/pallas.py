@@ -62,8 +62,10 @@ LANE_HALO = 128   # the same with column blocks: their windows start on a lane t
 # (12-06, float32, ms per stage at N = 2048): 32 rows with 8-row halos 1.81, with 4-row
 # halos 1.73; 64 rows 1.71 / 1.67; 128 rows 1.67 / 1.66. At 4096 a 128-row window (2.4 MB
 # a field) ran out of on-chip memory, while 1.25 MB windows compiled at 2048; the limit
-# keeps to what has run (at 4096: 32 rows, 0.68 MB).
-BLOCK_ROWS_CHOICES = (128, 64, 32, 16, 8)
+# keeps to what has run. A run's chained SSP-RK2 step (8 halo rows) at 4096 (12-07, ms a
+# step): 32 rows 7.51, 40 rows 7.18, 48 rows 7.02 (1.08 MB windows; 64 rows, 1.35 MB, were
+# slower on 12-07); at 2048 64 rows 1.75, 96 rows 1.74, 128 rows 1.69.
+BLOCK_ROWS_CHOICES = (128, 96, 64, 48, 32, 16, 8)
 WINDOW_BYTES = 1_200_000
 BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
 MAX_FULL_WIDTH = 4224  # 32 full-width rows of 4096 cells fit the on-chip memory; 128 did not
