@@ -112,8 +112,7 @@ def parts(n, interpret, block_rows_list=()):
     return {**by_rows, "step": (step, state), "step+cfl": (step_cfl, (state, dt)),
             "laid": (laid_step, laid), "laid+cfl": (laid_cfl, (laid, dt)),
             "laid-thin": (laid_thin, laid),
-            "kernels": (kernels, padded),
- "padding": (padding, state), "cfl": (cfl, state)}
+            "kernels": (kernels, padded), "padding": (padding, state), "cfl": (cfl, state)}
 
 
 def main(argv=None):

@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--limiter", default=None, help="koren (default), vanleer, mc, minmod or thinc-bvd")
     r.add_argument("--kernel", default=None,
                    help="auto (default: one Pallas kernel per stage on a TPU from 1536^2 "
-                        "cells), xla, pallas or pallas-interpret")
+                        "cells, or an ensemble's from 1024^2 cells in all), xla, pallas or "
+                        "pallas-interpret")
     r.add_argument("--integrator", default=None,
                    help="ssprk2 (default), ssprk3, euler, split (split MUSCL-Hancock) or "
                         "strang (Strang-split MUSCL-Hancock)")
@@ -311,7 +312,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     ``--devices N`` splits the members over N devices."""
     import numpy as np
 
-    from .ensemble import iterate_ensemble
+    from .ensemble import iterate_ensemble, stage_kernel
     from .output import NetCDFWriter
     from .scenario import build, parse_ensemble
     from .simulate import output_times
@@ -343,6 +344,9 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                               devices=args.devices, batching=args.batching, **options)
     frame0 = next(frames)  # validates every argument before a file is created
     settings = _settings(options, precision, first.t_end)
+    settings["stage_kernel"] = stage_kernel(models[0], len(values), devices=args.devices,
+                                            batching=args.batching,
+                                            integrator=settings["integrator"])
     attrs = {"title": first.metadata.get("title", "swe ensemble"),
              "scenario": Path(name).stem, "ensemble_parameter": key,
              "history": _history()}

@@ -181,6 +181,7 @@ class _Ensemble:
     y0: object
     y_axes: object
     mesh: object
+    stage_kernel: str  # the kernel the members' steps take (recorded in their settings)
 
 
 def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
@@ -205,12 +206,8 @@ def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, 
     if envelopes:
         y0s = [Tracked(y, start_envelopes(r.t0, y, arrival_threshold, r.model.h_dry))
                for y, r in zip(y0s, runs)]
-    batched = [r.model for r in runs]
-    if batching == "vmap":  # the stage kernel chosen by the batch's size
-        kernel = pallas.batch_kernel(batched[0], len(runs) // (devices or 1))
-        if kernel != batched[0].scheme.kernel:
-            scheme = dataclasses.replace(batched[0].scheme, kernel=kernel)
-            batched = [eqx.tree_at(lambda m: m.scheme, m, scheme) for m in batched]
+    kernel = _batch_kernel(runs[0].model, count, devices, batching)
+    batched = [_with_kernel(r.model, kernel) for r in runs]
     model, model_axes = _stack(batched)
     if stack_states:  # every state leaf stacked: the carry of iterate_ensemble's intervals
         y0 = jax.tree.map(lambda *x: jnp.stack(x), *y0s)
@@ -218,7 +215,34 @@ def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, 
     else:
         y0, y_axes = _stack(y0s)
     return _Ensemble(runs, count, labels, model, model_axes, y0, y_axes,
-                     None if devices in (None, 1) else mesh)
+                     None if devices in (None, 1) else mesh,
+                     pallas.taken(batched[0], integrator))
+
+
+def _batch_kernel(model, count, devices, batching) -> str:
+    """The ``kernel`` setting of a batch of ``count`` members of ``model``: for a vmapped
+    batch, chosen by each device's members' cells (:func:`swe.pallas.batch_kernel`)."""
+    if batching != "vmap":
+        return model.scheme.kernel
+    return pallas.batch_kernel(model, -(-count // (devices or 1)))
+
+
+def _with_kernel(model, kernel):
+    """``model`` with its own scheme's ``kernel`` setting replaced."""
+    if kernel == model.scheme.kernel:
+        return model
+    return eqx.tree_at(lambda m: m.scheme, model,
+                       dataclasses.replace(model.scheme, kernel=kernel))
+
+
+def stage_kernel(model, count: int, *, devices=None, batching: str = "vmap",
+                 integrator: str = "ssprk2") -> str:
+    """The stage kernel (``"xla"``, ``"pallas"``, ...) each member's steps take in an
+    ensemble of ``count`` members of ``model`` on this backend: what its outputs record as
+    ``stage_kernel`` (a vmapped batch may take the Pallas stage where one member alone
+    would not; see :func:`swe.pallas.batch_kernel`)."""
+    kernel = _batch_kernel(model, count, devices, batching)
+    return pallas.taken(_with_kernel(model, kernel), integrator)
 
 
 @functools.partial(jax.jit, static_argnames=("count", "n", "last", "envelopes"))
@@ -290,7 +314,8 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
     members = _split_members(ts, ys, num_steps, count=ens.count, n=n, last=last,
                              envelopes=envelopes)
     results = [Result(model=r.model, times=ts_k, states=states_k, num_steps=steps_k,
-                      envelopes=env, gauges=gauges, wall_time=wall, settings=r.settings)
+                      envelopes=env, gauges=gauges, wall_time=wall,
+                      settings={**r.settings, "stage_kernel": ens.stage_kernel})
                for r, (ts_k, states_k, steps_k, env) in zip(ens.runs, members)]
     return EnsembleResult(tuple(results), ens.labels, member_name, wall)
 

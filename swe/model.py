@@ -51,7 +51,9 @@ class FiniteVolume(eqx.Module):
     * ``kernel``: how a stage is computed, not what: ``"auto"`` (the default) runs each
       forward-Euler stage as one Pallas kernel on a TPU for grids of 1536^2 cells or more
       when the kernel covers the model (:func:`swe.pallas.unsupported`; whole runs 1.6x to
-      2.6x quicker at N = 1536 to 4096 on a TPU v5e), and through XLA otherwise; ``"xla"``
+      2.6x quicker at N = 1536 to 4096 on a TPU v5e; a vmapped ensemble takes it when its
+      members' cells together reach 1024^2, :func:`swe.pallas.batch_kernel`), and through
+      XLA otherwise; ``"xla"``
       always through XLA; ``"pallas"`` always the kernel (ValueError off a TPU or for a
       model it does not cover); ``"pallas-interpret"`` the kernel in interpret mode (slow;
       for tests).

@@ -133,14 +133,14 @@ def chosen(model, beds, *, predictor=False) -> str:
 def batch_kernel(model, members: int) -> str:
     """The ``kernel`` a vmapped batch of ``members`` runs of ``model`` takes (an ensemble,
     :func:`swe.simulate_ensemble`): ``"auto"`` becomes ``"pallas"`` on a TPU where the
-    batch's cells together reach :data:`BATCH_MIN_CELLS` and the kernel covers the model
-    (the vmapped kernel runs the members' blocks as one grid, so the batch's size is what
-    counts); otherwise ``model.scheme.kernel``, which each member's stage then resolves as
-    a single run would."""
+    batch of two or more members' cells together reach :data:`BATCH_MIN_CELLS` and the
+    kernel covers the model (the vmapped kernel runs the members' blocks as one grid, so
+    the batch's size is what counts); otherwise ``model.scheme.kernel``, which each
+    member's stage then resolves as a single run would."""
     kernel = model.scheme.kernel
-    if (kernel.lower() != "auto" or jax.default_backend() != "tpu"
+    if (kernel.lower() != "auto" or members < 2 or jax.default_backend() != "tpu"
             or members * model.grid.nx * model.grid.ny < BATCH_MIN_CELLS
-            or unsupported(model, model.padded_beds()) is not None):
+            or unsupported(model, dict.fromkeys(model._sweeps())) is not None):
         return kernel
     return "pallas"
 
@@ -161,13 +161,17 @@ def taken(model, integrator="ssprk2") -> str:
 
 
 def block_rows_for(ny, width, itemsize, halo=HALO):
-    """Rows per block for windows ``width`` wide of ``itemsize``-byte values (see
-    :data:`BLOCK_ROWS_CHOICES`)."""
+    """Rows per block for windows ``width`` wide of ``itemsize``-byte values: of the
+    :data:`BLOCK_ROWS_CHOICES` whose window fits :data:`WINDOW_BYTES` (and not taller than
+    the grid), the one that computes the fewest rows in all (blocks times their windows'
+    rows: the grid's rows rounded up to whole blocks, and each block's halos), the taller
+    on a tie (56 rows take 32-row blocks, not 48 with 40 rows of padding)."""
     rows = -(-ny // 8) * 8
-    for choice in BLOCK_ROWS_CHOICES:
-        if choice <= rows and (choice + 2 * halo) * width * itemsize <= WINDOW_BYTES:
-            return choice
-    return BLOCK_ROWS_CHOICES[-1]
+    fits = [c for c in BLOCK_ROWS_CHOICES
+            if c <= rows and (c + 2 * halo) * width * itemsize <= WINDOW_BYTES]
+    if not fits:
+        return BLOCK_ROWS_CHOICES[-1]
+    return min(fits, key=lambda c: (-(-ny // c) * (c + 2 * halo), -c))
 
 
 def block_shape(ny, nx, itemsize, block_rows=None, block_cols=None, halo=HALO):

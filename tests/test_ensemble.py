@@ -32,9 +32,10 @@ def test_ensemble_equals_a_loop_of_single_runs():
 
 
 def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
-    """On a TPU "auto" takes the Pallas stage for a batch whose members' cells together
-    reach BATCH_MIN_CELLS (each grid alone below AUTO_MIN_CELLS), and an ensemble passes
-    that choice to its vmapped solve (not to a mapped one)."""
+    """On a TPU "auto" takes the Pallas stage for a batch of two or more members whose
+    cells together reach BATCH_MIN_CELLS (each grid alone below AUTO_MIN_CELLS), counted
+    per device; an ensemble passes that choice to its vmapped solve (not to a mapped one)
+    and records it in its results' settings."""
     from swe import pallas
 
     model, s0 = bench.problem(16)
@@ -43,6 +44,12 @@ def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
     monkeypatch.setattr(pallas.jax, "default_backend", lambda: "tpu")
     assert pallas.batch_kernel(model, 3) == "auto"
     assert pallas.batch_kernel(model, 4) == "pallas"
+    big = swe.ShallowWater(swe.Grid(64, 64))
+    assert pallas.batch_kernel(big, 1) == "auto"  # one member: a single run's choice
+    assert swe.ensemble.stage_kernel(model, 4) == "pallas"  # what the outputs record
+    assert swe.ensemble.stage_kernel(model, 3) == "xla"
+    assert swe.ensemble.stage_kernel(model, 4, devices=2) == "xla"  # 2 a device
+    assert swe.ensemble.stage_kernel(model, 4, batching="map") == "xla"
     xla = swe.ShallowWater(model.grid, g=1.0, scheme=swe.FiniteVolume(kernel="xla"))
     assert pallas.batch_kernel(xla, 64) == "xla"
     bvd = swe.ShallowWater(model.grid, g=1.0, scheme=swe.FiniteVolume(limiter="thinc-bvd"))
@@ -61,16 +68,24 @@ def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
               for n in (0.0, 0.01, 0.02, 0.03)]
     with monkeypatch.context() as patch:
         patch.setattr(swe.ensemble, "_solve_batch", solve_batch)
-        for batching, count in (("vmap", 4), ("vmap", 3), ("map", 4)):
+        for batching, count, devices in (("vmap", 4, None), ("vmap", 3, None),
+                                         ("map", 4, None), ("vmap", 4, 2), ("vmap", 4, 1)):
             with pytest.raises(Stop):
-                swe.simulate_ensemble(models[:count], s0, 0.1, batching=batching)
-    assert seen == ["pallas", "auto", "auto"]
+                swe.simulate_ensemble(models[:count], s0, 0.1, batching=batching,
+                                      devices=devices)
+        # Members whose schemes differ are refused, not run with the first one's.
+        mixed = [models[0], swe.ShallowWater(model.grid, g=1.0,
+                                             scheme=swe.FiniteVolume(limiter="minmod"))]
+        mixed += mixed
+        with pytest.raises(ValueError, match="same structure"):
+            swe.simulate_ensemble(mixed, s0, 0.1)
+    assert seen == ["pallas", "auto", "auto", "auto", "pallas"]
     # A batch run with the kernel it was given (the members' own models keep theirs).
     monkeypatch.undo()
     monkeypatch.setattr(pallas, "batch_kernel", lambda m, k: "xla")
     ens = swe.simulate_ensemble(models[:2], s0, 0.1)
     for m, r in zip(models, ens.results):
-        assert r.model.scheme.kernel == "auto"
+        assert r.model.scheme.kernel == "auto" and r.settings["stage_kernel"] == "xla"
         np.testing.assert_array_equal(np.asarray(r.states.h),
                                       np.asarray(swe.simulate(m, s0, 0.1).states.h))
 

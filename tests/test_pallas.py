@@ -270,17 +270,26 @@ def test_the_kernel_choice():
 
 def test_block_rows_fit_the_window_budget_and_the_grid():
     for ny, width, itemsize in ((2048, 2176, 4), (4096, 4224, 4), (1024, 1152, 8),
-                                (40, 1152, 4), (5, 256, 4), (8192, 1280, 4)):
+                                (40, 1152, 4), (5, 256, 4), (8192, 1280, 4), (56, 256, 4),
+                                (100, 256, 4), (1536, 1664, 4)):
         rows = pallas.block_rows_for(ny, width, itemsize)
         assert rows in pallas.BLOCK_ROWS_CHOICES
         assert rows == 8 or (rows + 2 * pallas.HALO) * width * itemsize <= pallas.WINDOW_BYTES
         assert rows == 8 or rows <= -(-ny // 8) * 8
-        bigger = [c for c in pallas.BLOCK_ROWS_CHOICES if c > rows]
-        assert all((c + 2 * pallas.HALO) * width * itemsize > pallas.WINDOW_BYTES
-                   or c > -(-ny // 8) * 8 for c in bigger)
+        fits = [c for c in pallas.BLOCK_ROWS_CHOICES
+                if (c + 2 * pallas.HALO) * width * itemsize <= pallas.WINDOW_BYTES
+                and c <= -(-ny // 8) * 8]
+
+        def computed(c):  # rows computed in all: blocks times their windows' rows
+            return -(-ny // c) * (c + 2 * pallas.HALO)
+        assert not fits or computed(rows) == min(computed(c) for c in fits)
     # The shapes measured best on a TPU v5e: 128 rows at N = 2048, 48 at 4096.
     assert pallas.block_rows_for(2048, 2176, 4) == 128
     assert pallas.block_rows_for(4096, 4224, 4) == 48
+    # Not the tallest block that fits where it pads the grid (56 rows: 48-row blocks
+    # would compute 112 rows, 32-row blocks 80).
+    assert pallas.block_rows_for(56, 256, 4) == 32
+    assert pallas.block_rows_for(100, 256, 4) == 64
 
 
 def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
