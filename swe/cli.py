@@ -312,7 +312,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     ``--devices N`` splits the members over N devices."""
     import numpy as np
 
-    from .ensemble import iterate_ensemble, stage_kernel
+    from .ensemble import iterate_ensemble
     from .output import NetCDFWriter
     from .scenario import build, parse_ensemble
     from .simulate import output_times
@@ -344,9 +344,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                               devices=args.devices, batching=args.batching, **options)
     frame0 = next(frames)  # validates every argument before a file is created
     settings = _settings(options, precision, first.t_end)
-    settings["stage_kernel"] = stage_kernel(models[0], len(values), devices=args.devices,
-                                            batching=args.batching,
-                                            integrator=settings["integrator"])
+    settings["stage_kernel"] = frame0.stage_kernel  # a batch may take another kernel
     attrs = {"title": first.metadata.get("title", "swe ensemble"),
              "scenario": Path(name).stem, "ensemble_parameter": key,
              "history": _history()}

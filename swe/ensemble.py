@@ -322,12 +322,14 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
 
 class EnsembleFrame(eqx.Module):
     """One output of :func:`iterate_ensemble`: the time (s) and, with a leading member
-    axis, the states, the envelopes so far and the steps so far."""
+    axis, the states, the envelopes so far and the steps so far; the stage kernel the
+    members' steps take (:func:`stage_kernel`)."""
 
     time: float = eqx.field(static=True)
     state: State
     envelopes: Envelopes
     num_steps: np.ndarray
+    stage_kernel: str = eqx.field(static=True)
 
 
 def iterate_ensemble(models, states, t_end, save_at=None, *, members=None, t0=0.0, cfl=None,
@@ -350,7 +352,8 @@ def iterate_ensemble(models, states, t_end, save_at=None, *, members=None, t0=0.
 
     y = ens.y0
     steps = np.zeros(len(ens.runs), dtype=np.int64)
-    yield EnsembleFrame(run.t0, first(y.state), first(y.envelopes), steps[:count].copy())
+    yield EnsembleFrame(run.t0, first(y.state), first(y.envelopes), steps[:count].copy(),
+                        ens.stage_kernel)
     t_prev = run.t0
     for t_next in run.times[run.times > run.t0]:
         tb = jnp.asarray(t_next, run.dtype)
@@ -371,7 +374,8 @@ def iterate_ensemble(models, states, t_end, save_at=None, *, members=None, t0=0.
                 "max_steps (or pass max_steps=None)", time=float(t_next), step=int(steps[k]))
         y = jax.tree.map(lambda x: x[:, 0], ys)
         t_prev = float(t_next)
-        yield EnsembleFrame(t_prev, first(y.state), first(y.envelopes), steps[:count].copy())
+        yield EnsembleFrame(t_prev, first(y.state), first(y.envelopes), steps[:count].copy(),
+                            ens.stage_kernel)
 
 
 __all__ = ["EnsembleFrame", "EnsembleResult", "iterate_ensemble", "simulate_ensemble"]

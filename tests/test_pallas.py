@@ -292,6 +292,14 @@ def test_block_rows_fit_the_window_budget_and_the_grid():
     assert pallas.block_rows_for(100, 256, 4) == 64
 
 
+def _assert_kernel_printed_without_64_bit_values(capsys):
+    """What the kernels printed since the last read (``pallas_call(debug=True)``: their
+    jaxprs and Mosaic modules) holds a kernel and no 64-bit value."""
+    printed = capsys.readouterr().out
+    assert "func.func @_kernel" in printed
+    assert "f64" not in printed and not re.search(r"arith\.\w+ .*: i64", printed)
+
+
 def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
     """Pallas to Mosaic for a TPU (``jax.export``, no chip needed), float32, full-width rows
     (8 and 4 halo rows) and column blocks, with and without friction, forcing and
@@ -313,9 +321,7 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
             m, 0.0, s, jnp.float32(1e-3), beds32, block_cols=cols, halo=halo))
         lowered = jax.export.export(stage, platforms=["tpu"])(state32).mlir_module()
         assert "tpu_custom_call" in lowered
-        printed = capsys.readouterr().out  # the kernel's jaxpr and Mosaic module
-        assert "func.func @_kernel" in printed
-        assert "f64" not in printed and not re.search(r"arith\.\w+ .*: i64", printed)
+        _assert_kernel_printed_without_64_bit_values(capsys)
 
 
 def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu(monkeypatch, capsys):
@@ -352,9 +358,7 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu(monkeypatch, cap
         platforms=["tpu"])(ns.astype(jnp.float32),
                            jax.tree.map(lambda a: a.astype(jnp.float32), states))
     assert "tpu_custom_call" in lowered.mlir_module()
-    printed = capsys.readouterr().out  # no 64-bit value (see the test above)
-    assert "func.func @_kernel" in printed
-    assert "f64" not in printed and not re.search(r"arith\.\w+ .*: i64", printed)
+    _assert_kernel_printed_without_64_bit_values(capsys)
 
 
 def test_auto_takes_the_kernel_for_models_it_covers_on_large_grids(monkeypatch):
