@@ -6,8 +6,9 @@
 # Needs jax for the device (CUDA or TPU), equinox, diffrax, numpy; uses the checkout
 # (PYTHONPATH=.), no install. Writes the JSON lines to ${OUT:-.}/gpu_bench.jsonl as well as
 # stdout. Each step has its own time limit (STEP_TIMEOUT, default 120 s), so one slow or
-# failing step does not stop the rest. On a TPU v5e (12-06, XLA's stage) it reached the 256^2
-# ensemble in the 10 minutes a device call allows; the Pallas stage shortens the large runs.
+# failing step does not stop the rest. On a TPU v5e (12-07, STEP_TIMEOUT=110) it reached
+# the 256^2 ensemble in the 10 minutes a device call allows, its stage-kernel step timing
+# out at N = 4096 (since dropped from it, and XLA's 2048 run cut to one repeat).
 #
 # float64: GPUs run it natively (at a fraction of the float32 rate on most cards); a TPU has
 # no float64 units, and on the TPU v5e lent on 12-06 float64 runs did not compile; the
@@ -32,19 +33,21 @@ STREAM=$(timeout "$T" $PY scripts/stream_triad.py --n 67108864 --no-x64 2>/dev/n
 echo "measured triad: ${STREAM} GB/s (H200 device-to-device copy: about 4300 GB/s; TPU v5e HBM: 819 GB/s)"
 # float32 first, then float64, so that a slow float64 (a TPU's) cannot crowd out the rest.
 # The default scheme (Koren MUSCL, HLLC, SSP-RK2).
-# Large grids run shorter (t = 0.1 at 4096, 0.01 at 8192: a hundred steps or more, the
-# same cost per step) so that the script stays within minutes on a slower device.
+# Large grids run shorter (t = 0.1 at 4096, 0.04 at 8192: a few hundred steps, the same
+# cost per step) so that the script stays within minutes on a slower device; far fewer
+# steps weigh a run's fixed costs (at 8192 on a TPU v5e, 12-07, 60 steps took 3.09 s and
+# 238 steps 9.30 s).
 step $PY scripts/bench.py --n 1024 2048 --precision float32 --repeat 3 --stream "$STREAM"
 if [ "$BACKEND" = tpu ]; then
   # On a TPU, kernel="auto" (the default) takes the Pallas stage from 1536^2 cells: XLA's
   # stage in the same call for the ratio, then ms per stage of the two.
-  step $PY scripts/bench.py --n 2048 --precision float32 --repeat 3 --kernel xla \
+  step $PY scripts/bench.py --n 2048 --precision float32 --repeat 1 --kernel xla \
     --stream "$STREAM"
-  step $PY scripts/bench_stage_kernels.py --n 1024 2048 4096 --block-rows 32 64 \
+  step $PY scripts/bench_stage_kernels.py --n 1024 2048 --block-rows 32 64 \
     --block-cols 0 --halo 8 4
 fi
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --t-end 0.1 --stream "$STREAM"
-step $PY scripts/bench.py --n 8192 --precision float32 --repeat 2 --t-end 0.01 --stream "$STREAM"
+step $PY scripts/bench.py --n 8192 --precision float32 --repeat 2 --t-end 0.04 --stream "$STREAM"
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --riemann hll \
   --reconstruction first_order --integrator euler --t-end 0.25 --stream "$STREAM"
 # The split MUSCL-Hancock scheme (one stage per direction, CFL 0.9).
@@ -68,7 +71,7 @@ else
   step $PY scripts/bench.py --n 1024 2048 --precision float64 --repeat 3 --stream "$STREAM"
   step $PY scripts/bench.py --n 4096 --precision float64 --repeat 3 --t-end 0.1 \
     --stream "$STREAM"
-  step $PY scripts/bench.py --n 8192 --precision float64 --repeat 2 --t-end 0.01 \
+  step $PY scripts/bench.py --n 8192 --precision float64 --repeat 2 --t-end 0.04 \
     --stream "$STREAM"
   step $PY scripts/bench.py --n 4096 --precision float64 --repeat 3 --integrator split \
     --limiter mc --t-end 0.25 --stream "$STREAM"

@@ -32,6 +32,24 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+@jax.jit
+def _finite_and_min(x):
+    return jnp.all(jnp.isfinite(x)), jnp.min(x)
+
+
+def finite_and_min(arr) -> tuple[bool, float]:
+    """Whether a concrete array's values are all finite, and its least value (NaN where some
+    are not): reduced where the array lives, so that only two numbers cross to the host (a
+    check of a state on an accelerator copied every field to the host: at 8192^2 cells,
+    float32, about 1 GB and a second a run on a TPU v5e)."""
+    if isinstance(arr, np.ndarray) or np.ndim(arr) == 0 or np.size(arr) == 0:
+        host = np.asarray(arr)
+        finite = bool(np.all(np.isfinite(host)))
+        return finite, float(host.min()) if host.size else math.inf
+    finite, low = jax.device_get(_finite_and_min(arr))
+    return bool(finite), float(low)
+
+
 def _describe(value) -> str:
     if isinstance(value, (int, float, str, bool)) or value is None:
         return repr(value)
@@ -119,8 +137,11 @@ def check_field(name: str, value, shape: tuple[int, int], *, nonnegative: bool =
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         arr = arr.astype(jnp.result_type(float))
     if is_concrete(arr):
-        host = np.asarray(arr)
-        if not np.all(np.isfinite(host)):
+        finite, low = finite_and_min(arr)
+        if finite and not (nonnegative and low < 0):
+            return arr
+        host = np.asarray(arr)  # a bad value: where it is, for the message
+        if not finite:
             bad = np.argwhere(~np.isfinite(host))
             where = f" at index {tuple(int(i) for i in bad[0])}" if host.ndim else ""
             raise ValueError(f"{name} contains NaN or inf{where}; every value must be finite")

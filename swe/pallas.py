@@ -64,11 +64,14 @@ LANE_HALO = 128   # the same with column blocks: their windows start on a lane t
 # a field) ran out of on-chip memory, while 1.25 MB windows compiled at 2048; the limit
 # keeps to what has run. A run's chained SSP-RK2 step (8 halo rows) at 4096 (12-07, ms a
 # step): 32 rows 7.51, 40 rows 7.18, 48 rows 7.02 (1.08 MB windows; 64 rows, 1.35 MB, were
-# slower on 12-07); at 2048 64 rows 1.75, 96 rows 1.74, 128 rows 1.69.
-BLOCK_ROWS_CHOICES = (128, 96, 64, 48, 32, 16, 8)
+# slower on 12-07); at 2048 64 rows 1.75, 96 rows 1.74, 128 rows 1.69. At 8192 (12-07,
+# whole runs to t = 0.04, 238 steps) full-width rows in blocks of 24 took 7.72 s, column
+# blocks (one padding pass a stage) 8.33 s; 16-row blocks were slower a step (36.2 ms
+# against 31.7 for 24 rows, 34.1 for 32).
+BLOCK_ROWS_CHOICES = (128, 96, 64, 48, 32, 24, 16, 8)
 WINDOW_BYTES = 1_200_000
 BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
-MAX_FULL_WIDTH = 4224  # 32 full-width rows of 4096 cells fit the on-chip memory; 128 did not
+MAX_FULL_WIDTH = 8448  # full-width rows up to 8192 cells (24-row blocks there; see above)
 VMEM_MB = 100
 # Cell j + 1's left faces: computed again from its own stencil (True) or rolled from cell j's
 # results (False, the default). An experiment (scripts/probe_stage_kernel_costs.py): the

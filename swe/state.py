@@ -6,10 +6,9 @@ from typing import TYPE_CHECKING
 
 import equinox as eqx
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float
 
-from .errors import check_field, is_concrete
+from .errors import check_field, finite_and_min, is_concrete
 
 if TYPE_CHECKING:
     from .model import ShallowWater
@@ -51,10 +50,10 @@ class State(eqx.Module):
     def __check_init__(self):
         # Only concrete, user-built states are checked; traced ones come from checked ones.
         if is_concrete(self.h):
-            host = np.asarray(self.h)
-            if np.all(np.isfinite(host)) and np.any(host < 0):
+            finite, low = finite_and_min(self.h)
+            if finite and low < 0:
                 raise ValueError(
-                    f"h has a negative value {float(host.min())!r}; depth must be >= 0 "
+                    f"h has a negative value {low!r}; depth must be >= 0 "
                     "(use State.from_surface to clip a surface to the bed)"
                 )
 

@@ -61,3 +61,26 @@ def _state():
 def test_bad_input_names_argument_value_and_what_is_accepted(build, match):
     with pytest.raises(ValueError, match=match):
         build()
+
+
+def test_device_arrays_are_checked_where_they_live():
+    # Device arrays are reduced on the device (two numbers to the host); the index of a
+    # bad value is still named.
+    import jax.numpy as jnp
+
+    from swe.errors import finite_and_min
+    assert finite_and_min(jnp.asarray([[1.0, -2.0], [3.0, 0.5]])) == (True, -2.0)
+    assert finite_and_min(np.asarray([1.0, 4.0])) == (True, 1.0)
+    assert finite_and_min(2.5) == (True, 2.5)
+    assert not finite_and_min(jnp.asarray([1.0, jnp.inf]))[0]
+    h = jnp.ones((6, 8)).at[2, 3].set(-0.5)
+    with pytest.raises(ValueError, match=r"h has a negative value -0.5"):
+        swe.State(h=h, hu=0.0, hv=0.0)
+    with pytest.raises(ValueError, match=r"h has a negative value -0.5 at index \(2, 3\)"):
+        swe.errors.check_field("h", h, (6, 8), nonnegative=True)
+    with pytest.raises(ValueError, match=r"hu contains NaN or inf at index \(4, 1\)"):
+        swe.simulate(_model(), swe.State(h=jnp.ones((6, 8)),
+                                         hu=jnp.zeros((6, 8)).at[4, 1].set(jnp.nan), hv=0.0),
+                     1.0)
+    # A blown-up (non-finite) state may be built: only finite negative depths are refused.
+    swe.State(h=jnp.ones((6, 8)).at[0, 0].set(jnp.nan), hu=0.0, hv=0.0)

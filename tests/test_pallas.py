@@ -286,6 +286,10 @@ def test_block_rows_fit_the_window_budget_and_the_grid():
     # The shapes measured best on a TPU v5e: 128 rows at N = 2048, 48 at 4096.
     assert pallas.block_rows_for(2048, 2176, 4) == 128
     assert pallas.block_rows_for(4096, 4224, 4) == 48
+    # 24 full-width rows at 8192 (quicker than column blocks), column blocks beyond.
+    assert pallas.block_shape(8192, 8192, 4) == (24, None)
+    assert pallas.block_shape(16384, 16384, 4) == (pallas.block_rows_for(
+        16384, pallas.BLOCK_COLS + 2 * pallas.LANE_HALO, 4), pallas.BLOCK_COLS)
     # Not the tallest block that fits where it pads the grid (56 rows: 48-row blocks
     # would compute 112 rows, 32-row blocks 80).
     assert pallas.block_rows_for(56, 256, 4) == 32
