@@ -582,7 +582,8 @@ class ShallowWater(eqx.Module):
         return dh, dhu, dhv
 
     def tendency(self, t, state: State, beds) -> State:
-        """The full explicit right-hand side ``dq/dt`` (friction included explicitly)."""
+        """The full explicit right-hand side ``dq/dt`` (friction included explicitly), as a
+        :meth:`State.rates` (its ``h`` is ``dh/dt``, negative where cells drain)."""
         dh, dhu, dhv = self._divergence(self.all_fluxes(t, state, beds), state)
         sh, shu, shv = self.forcing(t, state)
         dh = dh if sh is None else dh + sh
@@ -592,7 +593,7 @@ class ShallowWater(eqx.Module):
             k = self._decay_rate(self.friction, state.h, state.h, state.hu, state.hv, self.g,
                                  self.h_dry)
             dhu, dhv = dhu - k * state.hu, dhv - k * state.hv
-        return State(h=dh, hu=dhu, hv=dhv)
+        return State.rates(dh, dhu, dhv)
 
     @staticmethod
     def _decay_rate(friction, depth, h, hu, hv, g, h_dry):

@@ -58,6 +58,16 @@ class State(eqx.Module):
                 )
 
     @classmethod
+    def rates(cls, h, hu, hv) -> State:
+        """A ``State`` holding rates of change (or increments) of ``h``, ``hu``, ``hv``, as
+        :meth:`swe.ShallowWater.tendency` returns: built without the depth check (a
+        draining cell's ``dh/dt`` is negative)."""
+        self = object.__new__(cls)  # as a pytree's unflattening does: no __init__ checks
+        for name, value in (("h", h), ("hu", hu), ("hv", hv)):
+            object.__setattr__(self, name, value)
+        return self
+
+    @classmethod
     def from_surface(cls, model: ShallowWater, eta, u=0.0, v=0.0) -> State:
         """Depth from a surface elevation: ``h = max(eta - bed, 0)``; velocities ``u, v`` (m/s).
 

@@ -2,6 +2,7 @@
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -663,3 +664,19 @@ def test_thinc_faces_fit_a_jump_and_stay_within_the_neighbours():
     # a steep jump.
     r, l = thinc(jnp.asarray(0.5), jnp.asarray(0.5), beta=10.0)
     assert float(r) > 0.49 and float(l) > 0.49
+
+
+def test_tendency_called_eagerly_is_a_state_of_rates():
+    # A draining cell's dh/dt is negative: the tendency is not refused as a negative depth.
+    from swe.bench import problem
+
+    model, state = problem(16)
+    beds = model.padded_beds()
+    rates = model.tendency(0.0, state, beds)
+    traced = eqx.filter_jit(model.tendency)(0.0, state, beds)
+    assert isinstance(rates, swe.State) and float(rates.h.min()) < 0
+    assert jax.tree.structure(rates) == jax.tree.structure(state)
+    for a, b in zip(jax.tree.leaves(rates), jax.tree.leaves(traced)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="h has a negative value"):
+        swe.State(h=rates.h, hu=rates.hu, hv=rates.hv)
