@@ -68,6 +68,10 @@ LANE_HALO = 128   # the same with column blocks: their windows start on a lane t
 # whole runs to t = 0.04, 238 steps) full-width rows in blocks of 24 took 7.72 s, column
 # blocks (one padding pass a stage) 8.33 s; 16-row blocks were slower a step (36.2 ms
 # against 31.7 for 24 rows, 34.1 for 32).
+# The budget counts HALO (4) rows each side, also for the chained stages' windows, whose
+# 8 halo rows make them larger (2048: 1.25 MB, 4096: 1.08, 8192: 1.33): those heights are
+# the ones measured quickest, and a budget counting 8 rows would take 96 rows at 2048 and
+# 16 at 8192, both slower.
 BLOCK_ROWS_CHOICES = (128, 96, 64, 48, 32, 24, 16, 8)
 WINDOW_BYTES = 1_200_000
 BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
@@ -639,7 +643,9 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
     so no pass over the state pads it. A :class:`swe.State` is laid out first (blocks of
     ``block_rows`` with ``halo`` rows, a multiple of 8: the rows a block writes in the
     layout must start on a tile of 8) and the result's interior returned; grids wide
-    enough for column blocks take one :func:`euler_step` per stage instead.
+    enough for column blocks (wider than 8192 cells) take one :func:`euler_step` per stage
+    instead, with its own :data:`HALO` rows (nothing is chained there, so ``halo`` does not
+    apply).
 
     Reverse-mode derivatives are those of XLA's step (:meth:`swe.ShallowWater.xla_ssp_step`)
     on the interior, the result laid out by :func:`padded_fields`."""
