@@ -42,7 +42,7 @@ def finite_and_min(arr) -> tuple[bool, float]:
     are not): reduced where the array lives, so that only two numbers cross to the host (a
     check of a state on an accelerator copied every field to the host: at 8192^2 cells,
     float32, about 1 GB and a second a run on a TPU v5e)."""
-    if isinstance(arr, np.ndarray) or np.ndim(arr) == 0 or np.size(arr) == 0:
+    if not isinstance(arr, jax.Array) or arr.ndim == 0 or arr.size == 0:  # on the host
         host = np.asarray(arr)
         finite = bool(np.all(np.isfinite(host)))
         return finite, float(host.min()) if host.size else math.inf
