@@ -96,12 +96,18 @@ def _stack(trees):
                              "may differ")
     out, axes = [], []
     for column in zip(*leaves):
-        if all(x is column[0] for x in column[1:]):  # shared: no copy to the host to compare
+        if all(x is column[0] for x in column[1:]):  # shared: nothing to compare
             out.append(column[0])
             axes.append(None)
             continue
-        arrays = [np.asarray(x) for x in column]
-        if all(a.shape == arrays[0].shape and np.array_equal(a, arrays[0]) for a in arrays[1:]):
+        if all(isinstance(x, jax.Array) for x in column):  # compared where they live
+            same = all(jnp.shape(x) == jnp.shape(column[0])
+                       and bool(jnp.array_equal(x, column[0])) for x in column[1:])
+        else:
+            arrays = [np.asarray(x) for x in column]
+            same = all(a.shape == arrays[0].shape and np.array_equal(a, arrays[0])
+                       for a in arrays[1:])
+        if same:
             out.append(column[0])
             axes.append(None)
         else:

@@ -138,7 +138,7 @@ def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_
              dt_min, dt_max, state_checked=False) -> _Run:
     """Validated, cast arguments of a run. ``state_checked``: ``state0`` is the ``state0``
     of a :class:`_Run` already prepared for the same grid and dtype (ensemble members that
-    share a state are checked once: each check copies the fields to the host)."""
+    share a state are checked once: each check is a pass over its fields)."""
     if not isinstance(model, ShallowWater):
         raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater")
     integrator = check_choice("integrator", integrator, INTEGRATORS)

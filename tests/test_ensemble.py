@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import xarray as xr
@@ -92,7 +93,7 @@ def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
 
 
 def test_a_shared_initial_state_is_checked_once(monkeypatch):
-    """Checking a state copies its fields to the host; members sharing one pay it once."""
+    """Checking a state is a pass over its fields; members sharing one pay it once."""
     simulate_module = sys.modules["swe.simulate"]
 
     calls = []
@@ -238,3 +239,18 @@ def test_a_member_that_blows_up_is_named_and_earlier_frames_are_kept(tmp_path):
     assert "frames kept in" in p.stderr and not out.exists()
     ds = xr.open_dataset(str(out) + ".partial")
     assert ds.sizes["time"] >= 1 and np.all(np.isfinite(ds.h.values))
+
+
+def test_members_leaves_are_shared_where_equal_and_stacked_where_not():
+    # Equal leaves held by different arrays (device or NumPy) are shared, not stacked;
+    # compared where they live.
+    from swe.ensemble import _stack
+
+    a = jnp.arange(6.0).reshape(2, 3)
+    trees = [(a, jnp.array(a), np.asarray(a), 1.0 + a), (a + 0.0, a, np.asarray(a), 2.0 + a)]
+    stacked, axes = _stack(trees)
+    assert axes == (None, None, None, 0)
+    assert stacked[0] is a and stacked[3].shape == (2, 2, 3)
+    np.testing.assert_array_equal(stacked[3][1], 2.0 + a)
+    nan = jnp.full((2, 3), jnp.nan)  # NaN is not equal to itself: stacked
+    assert _stack([(nan,), (jnp.array(nan),)])[1] == (0,)
