@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Accelerator figures for the README, in a few minutes: device, memory bandwidth (measured
-# triad), then the benchmark problem at N = 1024..8192, first order, the split scheme, an
-# ensemble and a gradient.
+# triad), then the benchmark problem's default scheme at N = 1024..8192, two ensembles, a
+# gradient, first order and the split scheme; then diagnostics and float64.
 #   bash scripts/gpu_bench.sh            (from the repository root, on a GPU or TPU machine)
 # Needs jax for the device (CUDA or TPU), equinox, diffrax, numpy; uses the checkout
 # (PYTHONPATH=.), no install. Writes the JSON lines to ${OUT:-.}/gpu_bench.jsonl as well as

@@ -21,7 +21,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from . import pallas
-from .errors import SimulationError, check_choice
+from .errors import SimulationError, check_choice, on_host
 from .model import ShallowWater
 from .simulate import Result, _check_gauges, _prepare, _raise_failure, _solve
 from .state import State
@@ -81,6 +81,26 @@ def _members(models, states):
     return models * (count // len(models)), states * (count // len(states))
 
 
+@jax.jit
+def _device_equal(a, b):
+    return jnp.array_equal(a, b)
+
+
+def _equal(a, b) -> bool:
+    """Whether two members' leaves hold the same values: by NumPy where both are on the
+    host (:func:`swe.errors.on_host`), else where they live if they live in the same place
+    (a few bytes to the host, not the fields), else on the host if this process holds them."""
+    if jnp.shape(a) != jnp.shape(b):
+        return False
+    if not (on_host(a) and on_host(b)) and (
+            isinstance(a, jax.Array) and isinstance(b, jax.Array) and a.sharding == b.sharding):
+        with jax.ensure_compile_time_eval():
+            return bool(_device_equal(a, b))
+    if any(isinstance(x, jax.Array) and not x.is_fully_addressable for x in (a, b)):
+        return False  # held by other processes too: stacked, not compared
+    return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
 def _stack(trees):
     """Stack the array leaves that differ between ``trees``; share the others.
 
@@ -100,14 +120,7 @@ def _stack(trees):
             out.append(column[0])
             axes.append(None)
             continue
-        if all(isinstance(x, jax.Array) for x in column):  # compared where they live
-            same = all(jnp.shape(x) == jnp.shape(column[0])
-                       and bool(jnp.array_equal(x, column[0])) for x in column[1:])
-        else:
-            arrays = [np.asarray(x) for x in column]
-            same = all(a.shape == arrays[0].shape and np.array_equal(a, arrays[0])
-                       for a in arrays[1:])
-        if same:
+        if all(_equal(x, column[0]) for x in column[1:]):
             out.append(column[0])
             axes.append(None)
         else:

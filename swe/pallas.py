@@ -71,11 +71,12 @@ LANE_HALO = 128   # the same with column blocks: their windows start on a lane t
 # The budget counts HALO (4) rows each side, also for the chained stages' windows, whose
 # 8 halo rows make them larger (2048: 1.25 MB, 4096: 1.08, 8192: 1.33): those heights are
 # the ones measured quickest, and a budget counting 8 rows would take 96 rows at 2048 and
-# 16 at 8192, both slower.
+# 16 at 8192, both slower. (With 24 among the heights, small grids of 17-24, 33-40 or
+# 65-72 rows take one 24-row block or a few, where 16 or 48 rows computed more.)
 BLOCK_ROWS_CHOICES = (128, 96, 64, 48, 32, 24, 16, 8)
 WINDOW_BYTES = 1_200_000
 BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
-MAX_FULL_WIDTH = 8448  # full-width rows up to 8192 cells (24-row blocks there; see above)
+MAX_FULL_WIDTH = 8320  # full-width rows up to 8312 cells (measured at 8192: 24-row blocks)
 VMEM_MB = 100
 # Cell j + 1's left faces: computed again from its own stencil (True) or rolled from cell j's
 # results (False, the default). An experiment (scripts/probe_stage_kernel_costs.py): the
@@ -259,11 +260,12 @@ def _ghosts(model, t, state, beds):
 
 def _interior(fields, shape, halo, left=0):
     """The :class:`swe.State` in the first three of ``fields`` (in :func:`layout`; any
-    leading axes kept)."""
+    leading axes kept), not checked again (:meth:`swe.State.rates`): a run's carry or a
+    tendency in the carry's structure (:meth:`Laid.with_interior`)."""
     from .state import State
 
     ny, nx = shape
-    return State(*(f[..., halo:halo + ny, left:left + nx] for f in fields[:3]))
+    return State.rates(*(f[..., halo:halo + ny, left:left + nx] for f in fields[:3]))
 
 
 def _set_ghosts(model, t, fields, state, beds, left, halo):
@@ -643,7 +645,7 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
     so no pass over the state pads it. A :class:`swe.State` is laid out first (blocks of
     ``block_rows`` with ``halo`` rows, a multiple of 8: the rows a block writes in the
     layout must start on a tile of 8) and the result's interior returned; grids wide
-    enough for column blocks (wider than 8192 cells) take one :func:`euler_step` per stage
+    enough for column blocks (wider than 8312 cells) take one :func:`euler_step` per stage
     instead, with its own :data:`HALO` rows (nothing is chained there, so ``halo`` does not
     apply).
 

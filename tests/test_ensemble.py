@@ -241,16 +241,24 @@ def test_a_member_that_blows_up_is_named_and_earlier_frames_are_kept(tmp_path):
     assert ds.sizes["time"] >= 1 and np.all(np.isfinite(ds.h.values))
 
 
-def test_members_leaves_are_shared_where_equal_and_stacked_where_not():
+@pytest.mark.parametrize("where", ["host", "device"])
+def test_members_leaves_are_shared_where_equal_and_stacked_where_not(where, monkeypatch):
     # Equal leaves held by different arrays (device or NumPy) are shared, not stacked;
-    # compared where they live.
-    from swe.ensemble import _stack
+    # compared by NumPy on a CPU, where they live on a GPU or TPU (forced here).
+    from swe import ensemble, errors
 
+    calls = []
+    if where == "device":
+        monkeypatch.setattr(errors, "HOST_PLATFORMS", ())
+        real = ensemble._device_equal
+        monkeypatch.setattr(ensemble, "_device_equal",
+                            lambda a, b: calls.append(1) or real(a, b))
     a = jnp.arange(6.0).reshape(2, 3)
     trees = [(a, jnp.array(a), np.asarray(a), 1.0 + a), (a + 0.0, a, np.asarray(a), 2.0 + a)]
-    stacked, axes = _stack(trees)
+    stacked, axes = ensemble._stack(trees)
     assert axes == (None, None, None, 0)
     assert stacked[0] is a and stacked[3].shape == (2, 2, 3)
     np.testing.assert_array_equal(stacked[3][1], 2.0 + a)
     nan = jnp.full((2, 3), jnp.nan)  # NaN is not equal to itself: stacked
-    assert _stack([(nan,), (jnp.array(nan),)])[1] == (0,)
+    assert ensemble._stack([(nan,), (jnp.array(nan),)])[1] == (0,)
+    assert (len(calls) > 0) == (where == "device")

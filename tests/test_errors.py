@@ -63,13 +63,28 @@ def test_bad_input_names_argument_value_and_what_is_accepted(build, match):
         build()
 
 
-def test_device_arrays_are_checked_where_they_live():
-    # Device arrays are reduced on the device (two numbers to the host); the index of a
-    # bad value is still named.
+@pytest.fixture(params=["host", "device"])
+def checked_where(request, monkeypatch):
+    """Checks by NumPy (this CPU's default) or reduced where the arrays live (a GPU's or
+    TPU's default, forced here); yields the count of device reductions made."""
+    from swe import errors
+
+    calls = []
+    if request.param == "device":
+        monkeypatch.setattr(errors, "HOST_PLATFORMS", ())
+        real = errors._summary
+        monkeypatch.setattr(errors, "_summary", lambda x: calls.append(1) or real(x))
+    yield request.param, calls
+
+
+def test_values_are_checked_on_the_host_or_where_they_live(checked_where):
+    import jax
     import jax.numpy as jnp
 
-    from swe.errors import finite_and_min
+    from swe.errors import check_field, finite_and_min, value_summary
+    where, calls = checked_where
     assert finite_and_min(jnp.asarray([[1.0, -2.0], [3.0, 0.5]])) == (True, -2.0)
+    assert value_summary(jnp.asarray([[1.0, -2.0], [jnp.inf, 0.5]]))[2:] == ((1, 0), (0, 1))
     assert finite_and_min(np.asarray([1.0, 4.0])) == (True, 1.0)
     assert finite_and_min(2.5) == (True, 2.5)
     assert finite_and_min([[1.0, 3.0]]) == (True, 1.0)
@@ -79,10 +94,17 @@ def test_device_arrays_are_checked_where_they_live():
     with pytest.raises(ValueError, match=r"h has a negative value -0.5"):
         swe.State(h=h, hu=0.0, hv=0.0)
     with pytest.raises(ValueError, match=r"h has a negative value -0.5 at index \(2, 3\)"):
-        swe.errors.check_field("h", h, (6, 8), nonnegative=True)
+        check_field("h", h, (6, 8), nonnegative=True)
     with pytest.raises(ValueError, match=r"hu contains NaN or inf at index \(4, 1\)"):
         swe.simulate(_model(), swe.State(h=jnp.ones((6, 8)),
                                          hu=jnp.zeros((6, 8)).at[4, 1].set(jnp.nan), hv=0.0),
                      1.0)
     # A blown-up (non-finite) state may be built: only finite negative depths are refused.
     swe.State(h=jnp.ones((6, 8)).at[0, 0].set(jnp.nan), hu=0.0, hv=0.0)
+    # Arrays made outside a traced function are checked inside it too.
+    c = jnp.ones((6, 8))
+    out = jax.jit(lambda x: swe.State(h=c, hu=x, hv=x).hu)(jnp.zeros((6, 8)))
+    assert out.shape == (6, 8)
+    with pytest.raises(ValueError, match=r"h has a negative value -0.5 at index \(2, 3\)"):
+        jax.jit(lambda x: check_field("h", h, (6, 8), nonnegative=True) + x)(1.0)
+    assert (len(calls) > 0) == (where == "device")
