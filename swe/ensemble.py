@@ -90,7 +90,7 @@ def _equal(a, b) -> bool:
     """Whether two members' leaves hold the same values: by NumPy where both are on the
     host (:func:`swe.errors.on_host`), else where they live if they live in the same place
     (a few bytes to the host, not the fields), else on the host if this process holds them."""
-    if jnp.shape(a) != jnp.shape(b):
+    if jnp.shape(a) != jnp.shape(b) or jnp.result_type(a) != jnp.result_type(b):
         return False
     if not (on_host(a) and on_host(b)) and (
             isinstance(a, jax.Array) and isinstance(b, jax.Array) and a.sharding == b.sharding):

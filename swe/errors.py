@@ -7,6 +7,7 @@ validated the concrete inputs it traced from).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable
 
@@ -49,32 +50,45 @@ def on_host(arr) -> bool:
 
 @jax.jit
 def _summary(x):
-    finite = jnp.isfinite(x)
-    return jnp.all(finite), jnp.min(x), jnp.argmax(~finite), jnp.argmin(x)
+    # Indices as (row, column) of the array seen as rows of its last axis: a flat index
+    # is 32-bit without x64 and would overflow past 2^31 values (46341^2 cells).
+    rows = x.reshape(-1, x.shape[-1])
+    bad = ~jnp.isfinite(rows)
+    bad_row = jnp.argmax(jnp.any(bad, axis=1))
+    low_row = jnp.argmin(jnp.min(rows, axis=1))
+    return (~jnp.any(bad), jnp.min(rows), bad_row, jnp.argmax(bad[bad_row]), low_row,
+            jnp.argmin(rows[low_row]))
 
 
-def value_summary(arr) -> tuple[bool, float, tuple, tuple]:
+def _index(row, col, shape) -> tuple:
+    return tuple(int(i) for i in np.unravel_index(int(row) * shape[-1] + int(col), shape))
+
+
+def value_summary(arr) -> tuple[bool, float, tuple | None, tuple | None]:
     """``(finite, least, first_bad, where_least)`` of a concrete array: whether its values
     are all finite, the least of them (``nan`` where one is NaN, ``inf`` for no values),
     the index of its first non-finite value (None if all are finite) and, where the least
-    is negative, its index (None otherwise); indices in C order, ``()`` for 0-d arrays. Off :data:`HOST_PLATFORMS` the array is reduced where it lives
-    (on a TPU v5e, copying an 8192^2 float32 state to the host to check it took about a
-    second a run, 12-07); also inside a traced function, for arrays made outside it."""
+    is negative, its index (None otherwise); indices in C order, ``()`` for 0-d arrays.
+    Off :data:`HOST_PLATFORMS` the array is reduced where it lives (on a TPU v5e, copying
+    an 8192^2 float32 state to the host to check it took about a second a run, 12-07);
+    also inside a traced function, for arrays made outside it."""
     if on_host(arr):
         host = np.asarray(arr)
-        finite = bool(np.all(np.isfinite(host)))
         if not host.size:
-            return finite, math.inf, None, None
+            return bool(np.all(np.isfinite(host))), math.inf, None, None
+        bad = ~np.isfinite(host)
+        finite = not bad.any()
         low = float(host.min())
-        bad = None if finite else tuple(int(i) for i in np.argwhere(~np.isfinite(host))[0])
+        first = None if finite else tuple(int(i) for i in np.unravel_index(np.argmax(bad),
+                                                                          host.shape))
         least = (tuple(int(i) for i in np.unravel_index(np.argmin(host), host.shape))
                  if low < 0 else None)
-        return finite, low, bad, least
+        return finite, low, first, least
     with jax.ensure_compile_time_eval():
-        finite, low, bad, least = jax.device_get(_summary(arr))
+        finite, low, bad_row, bad_col, low_row, low_col = jax.device_get(_summary(arr))
     return (bool(finite), float(low),
-            None if finite else tuple(int(i) for i in np.unravel_index(bad, arr.shape)),
-            tuple(int(i) for i in np.unravel_index(least, arr.shape)) if low < 0 else None)
+            None if finite else _index(bad_row, bad_col, arr.shape),
+            _index(low_row, low_col, arr.shape) if low < 0 else None)
 
 
 def finite_and_min(arr) -> tuple[bool, float]:
@@ -155,8 +169,14 @@ def check_field(name: str, value, shape: tuple[int, int], *, nonnegative: bool =
         raise ValueError(
             f"{name}={value!r} is invalid; expected a scalar or an array of shape {shape}"
         )
+    # A value that is not a tracer is converted as a value even inside a traced function
+    # (where jnp.asarray would make it a tracer and skip its check).
+    def concrete():
+        return (jax.ensure_compile_time_eval() if is_concrete(value)
+                else contextlib.nullcontext())
     try:
-        arr = jnp.asarray(value, dtype=dtype)
+        with concrete():
+            arr = jnp.asarray(value, dtype=dtype)
     except TypeError as exc:
         raise ValueError(
             f"{name}={value!r} is invalid; expected a scalar or an array of shape {shape}"
@@ -168,7 +188,8 @@ def check_field(name: str, value, shape: tuple[int, int], *, nonnegative: bool =
             f"{name} has shape {arr.shape}; expected a scalar or shape {tuple(shape)} = (ny, nx)"
         )
     if not jnp.issubdtype(arr.dtype, jnp.floating):
-        arr = arr.astype(jnp.result_type(float))
+        with concrete():
+            arr = arr.astype(jnp.result_type(float))
     if is_concrete(arr):
         finite, low, bad, least = value_summary(arr)
         if not finite:

@@ -75,7 +75,7 @@ LANE_HALO = 128   # the same with column blocks: their windows start on a lane t
 # 65-72 rows take one 24-row block or a few, where 16 or 48 rows computed more.)
 BLOCK_ROWS_CHOICES = (128, 96, 64, 48, 32, 24, 16, 8)
 WINDOW_BYTES = 1_200_000
-BLOCK_COLS = 1024  # column blocks for grids wider than MAX_FULL_WIDTH
+BLOCK_COLS = 1024  # column blocks where the full-width layout is wider than MAX_FULL_WIDTH
 MAX_FULL_WIDTH = 8320  # full-width rows up to 8312 cells (measured at 8192: 24-row blocks)
 VMEM_MB = 100
 # Cell j + 1's left faces: computed again from its own stencil (True) or rolled from cell j's
@@ -185,8 +185,8 @@ def block_rows_for(ny, width, itemsize, halo=HALO):
 def block_shape(ny, nx, itemsize, block_rows=None, block_cols=None, halo=HALO):
     """``(block_rows, block_cols)`` of :func:`euler_step` for an ``(ny, nx)`` grid of
     ``itemsize``-byte values, the defaults filled in: column blocks of :data:`BLOCK_COLS`
-    for grids wider than :data:`MAX_FULL_WIDTH` (None: full-width rows), rows by
-    :func:`block_rows_for` the window's width."""
+    where the full-width layout would be wider than :data:`MAX_FULL_WIDTH` (from 8313
+    cells; None: full-width rows), rows by :func:`block_rows_for` the window's width."""
     full_width = layout(nx, ny, 8, None, halo)[1]
     if block_cols is None and full_width > MAX_FULL_WIDTH:
         block_cols = BLOCK_COLS
@@ -537,7 +537,8 @@ def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret
     for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8;
     by default :func:`block_rows_for` the window's width) with ``halo`` rows each side (a
     multiple of 4), full width or, for ``block_cols`` (a multiple of 128; by default for
-    grids wider than ``MAX_FULL_WIDTH``), that many columns with 128 halo columns each side.
+    grids wider than 8312 cells, :data:`MAX_FULL_WIDTH`), that many columns with 128 halo
+    columns each side.
     ``blend=(alpha, base)``: ``alpha * base + (1 - alpha) * stage`` instead (a Shu-Osher
     stage of an SSP scheme, :func:`swe.model.blended`), in the kernel: on a TPU v5e (12-06,
     N = 2048, float32) a separate XLA pass that cost ~0.2 ms a step of ~2.2. Reverse-mode

@@ -61,8 +61,8 @@ class State(eqx.Module):
     def rates(cls, h, hu, hv) -> State:
         """A ``State`` holding rates of change (or increments) of ``h``, ``hu``, ``hv``, as
         :meth:`swe.ShallowWater.tendency` returns: built without the depth check (a
-        draining cell's ``dh/dt`` is negative), the values stored as given (not converted
-        to arrays). ``dataclasses.replace`` on it builds a checked ``State``; use
+        draining cell's ``dh/dt`` is negative), the values stored as given.
+        ``dataclasses.replace`` on it builds a checked ``State``; use
         ``eqx.tree_at`` to change a field."""
         self = object.__new__(cls)  # as a pytree's unflattening does: no __init__ checks
         for name, value in (("h", h), ("hu", hu), ("hv", hv)):

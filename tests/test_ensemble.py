@@ -261,4 +261,6 @@ def test_members_leaves_are_shared_where_equal_and_stacked_where_not(where, monk
     np.testing.assert_array_equal(stacked[3][1], 2.0 + a)
     nan = jnp.full((2, 3), jnp.nan)  # NaN is not equal to itself: stacked
     assert ensemble._stack([(nan,), (jnp.array(nan),)])[1] == (0,)
+    ints = jnp.arange(6).reshape(2, 3)  # equal values of another dtype: not shared
+    assert ensemble._stack([(a,), (ints,)])[1] == (0,)
     assert (len(calls) > 0) == (where == "device")

@@ -107,4 +107,14 @@ def test_values_are_checked_on_the_host_or_where_they_live(checked_where):
     assert out.shape == (6, 8)
     with pytest.raises(ValueError, match=r"h has a negative value -0.5 at index \(2, 3\)"):
         jax.jit(lambda x: check_field("h", h, (6, 8), nonnegative=True) + x)(1.0)
+    # NumPy and integer values too, converted as values inside the traced function.
+    ints = jnp.array([[-2, 1]])
+    with pytest.raises(ValueError, match=r"h has a negative value -1.0 at index \(0, 1\)"):
+        jax.jit(lambda x: check_field("h", np.array([[0.0, -1.0]]), (1, 2),
+                                      nonnegative=True) + x)(1.0)
+    with pytest.raises(ValueError, match=r"h has a negative value -2.0 at index \(0, 0\)"):
+        jax.jit(lambda x: check_field("h", ints, (1, 2), nonnegative=True) + x)(1.0)
+    # Indices past 2^31 values (a (ny, nx) view of rows): found as row and column.
+    from swe.errors import _index
+    assert _index(50000, 3, (50001, 50000)) == (50000, 3)
     assert (len(calls) > 0) == (where == "device")
