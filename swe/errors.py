@@ -60,8 +60,12 @@ def _summary(x):
             jnp.argmin(rows[low_row]))
 
 
+def _unravel(flat, shape) -> tuple:
+    return tuple(int(i) for i in np.unravel_index(int(flat), shape))
+
+
 def _index(row, col, shape) -> tuple:
-    return tuple(int(i) for i in np.unravel_index(int(row) * shape[-1] + int(col), shape))
+    return _unravel(int(row) * shape[-1] + int(col), shape)
 
 
 def value_summary(arr) -> tuple[bool, float, tuple | None, tuple | None]:
@@ -79,10 +83,8 @@ def value_summary(arr) -> tuple[bool, float, tuple | None, tuple | None]:
         bad = ~np.isfinite(host)
         finite = not bad.any()
         low = float(host.min())
-        first = None if finite else tuple(int(i) for i in np.unravel_index(np.argmax(bad),
-                                                                          host.shape))
-        least = (tuple(int(i) for i in np.unravel_index(np.argmin(host), host.shape))
-                 if low < 0 else None)
+        first = None if finite else _unravel(np.argmax(bad), host.shape)
+        least = _unravel(np.argmin(host), host.shape) if low < 0 else None
         return finite, low, first, least
     with jax.ensure_compile_time_eval():
         finite, low, bad_row, bad_col, low_row, low_col = jax.device_get(_summary(arr))

@@ -94,7 +94,8 @@ def _check_state(state0, model: ShallowWater, dtype) -> State:
     h = check_field("h", state0.h, shape, nonnegative=True, dtype=dtype)
     hu = check_field("hu", state0.hu, shape, dtype=dtype)
     hv = check_field("hv", state0.hv, shape, dtype=dtype)
-    return State(*(jnp.broadcast_to(x, shape) for x in (h, hu, hv)))
+    # Checked above: State's own check of h would be a second pass over it.
+    return State._unchecked(*(jnp.broadcast_to(x, shape) for x in (h, hu, hv)))
 
 
 def _cast(tree, dtype):

@@ -64,6 +64,12 @@ class State(eqx.Module):
         draining cell's ``dh/dt`` is negative), the values stored as given.
         ``dataclasses.replace`` on it builds a checked ``State``; use
         ``eqx.tree_at`` to change a field."""
+        return cls._unchecked(h, hu, hv)
+
+    @classmethod
+    def _unchecked(cls, h, hu, hv) -> State:
+        """A ``State`` built without ``__check_init__``: rates, or fields already checked
+        (no second pass over them)."""
         self = object.__new__(cls)  # as a pytree's unflattening does: no __init__ checks
         for name, value in (("h", h), ("hu", hu), ("hv", hv)):
             object.__setattr__(self, name, value)
