@@ -123,6 +123,7 @@ def test_bench_gradient_script_prints_its_record(capsys):
     assert r["gradient_over_forward"] == pytest.approx(r["gradient_s"] / r["forward_s"])
     assert np.isfinite(r["dloss_dn"]) and r["dloss_dbed_norm"] > 0
     assert r["grad_temp_bytes"] > 0 and r["grad_temp_bytes_2x_steps"] > 0
+    assert r["forward_compile_s"] > 0 and r["gradient_compile_s"] > 0
 
 
 def test_split_hancock_beats_the_default_scheme_at_half_the_steps():
