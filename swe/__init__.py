@@ -6,6 +6,7 @@ initial :class:`State`, then :func:`simulate` and ``Result.to_xarray()``.
 
 __version__ = "0.1.0"
 
+from .cache import enable_compilation_cache
 from .boundaries import Boundaries, Inflow, Outflow, Periodic, Stage, Wall
 from .ensemble import EnsembleResult, iterate_ensemble, simulate_ensemble
 from .errors import SimulationError
@@ -21,6 +22,6 @@ __all__ = [
     "Boundaries", "BetaPlane", "Gauge", "Scenario", "Chezy", "FiniteVolume", "FPlane", "Grid", "Inflow",
     "LinearDrag", "Manning", "Outflow", "Periodic", "PointSource", "Rain", "Result",
     "ShallowWater", "SimulationError", "Stage", "State", "Wall", "WindStress", "simulate",
-    "simulate_ensemble", "iterate_ensemble", "EnsembleResult",
+    "simulate_ensemble", "iterate_ensemble", "EnsembleResult", "enable_compilation_cache",
     "__version__",
 ]

@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from .cache import enable_compilation_cache
+
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 
@@ -108,23 +110,6 @@ def _default_precision() -> str:
     return "float32" if jax.default_backend() in ("gpu", "cuda", "rocm", "tpu") else "float64"
 
 
-def _enable_compilation_cache():
-    """JAX's persistent cache under the user cache directory: a second run of the same
-    scenario skips compilation. ``SWE_CACHE_DIR`` moves it; ``SWE_CACHE_DIR=`` turns it off."""
-    import jax
-
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "swe" / "jax"
-    path = os.environ.get("SWE_CACHE_DIR", str(default))
-    if not path:
-        return
-    try:
-        Path(path).mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-
-
 def _start_distributed(args) -> None:
     """``jax.distributed.initialize``: explicit with ``--coordinator``, automatic under a
     SLURM job step of several tasks; nothing otherwise."""
@@ -162,7 +147,7 @@ def cmd_run(args) -> int:
     _start_distributed(args)
     precision = args.precision or _default_precision()
     jax.config.update("jax_enable_x64", precision == "float64")
-    _enable_compilation_cache()
+    enable_compilation_cache()
 
     import numpy as np
 

@@ -29,7 +29,8 @@ class Result(eqx.Module):
     ``envelopes`` holds the per-step maxima (depth, speed) and first-arrival times over the
     whole run (None if not tracked); ``gauges`` the named points sampled at every output
     time. ``num_steps`` is the number of time steps taken and ``wall_time`` the seconds the
-    run took (compile included; NaN when traced).
+    run took (compile included; NaN when traced). ``failed``: whether the run failed (only
+    ever true with ``simulate(..., throw=False)``; a boolean array).
     """
 
     model: ShallowWater
@@ -40,6 +41,7 @@ class Result(eqx.Module):
     gauges: tuple = eqx.field(static=True, default=())
     wall_time: float = eqx.field(static=True, default=float("nan"))
     settings: dict = eqx.field(static=True, default_factory=dict)
+    failed: Array | bool = False
 
     def frame(self, index: int) -> State:
         """The state at output ``index``."""
@@ -185,7 +187,10 @@ def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_
 def _solve(model, y0, t0, t1, stops, save_ts, controls, integrator, max_steps, checkpoints):
     """The compiled run. ``save_ts=None`` saves ``t1`` only: diffrax then adds no run-time
     checks of the save times, which are host callbacks that would keep the executable out
-    of JAX's persistent compilation cache (the caller has validated the times already)."""
+    of JAX's persistent compilation cache (the caller has validated the times already).
+    Those checks are equinox.error_if calls on arrays, so they are callbacks even for
+    constant times (and under ``jax.ensure_compile_time_eval`` equinox raised them for
+    increasing times, equinox 0.13.8)."""
     dt = controls["dt"]
     common = dict(stops=stops, dt_max=controls["dt_max"], dt_dry=controls["dt_dry"],
                   dt_min=controls["dt_min"])
@@ -215,7 +220,7 @@ def _solve(model, y0, t0, t1, stops, save_ts, controls, integrator, max_steps, c
 def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=None,
              dt=None, integrator: str = "ssprk2", dtype=None, max_steps: int | None = None,
              checkpoints: int = 64, dt_min=None, dt_max=None, envelopes: bool = True,
-             arrival_threshold=0.01, gauges=(), mesh=None) -> Result:
+             arrival_threshold=0.01, gauges=(), mesh=None, throw: bool = True) -> Result:
     """Integrate ``model`` from ``state0`` at ``t0`` to ``t_end`` (seconds).
 
     * ``save_at``: an output interval (s) or a sequence of output times in ``[t0, t_end]``;
@@ -246,10 +251,22 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
       x), a shape ``(2, 4)`` or a :class:`jax.sharding.Mesh` with axes ``("y", "x")``; see
       :mod:`swe.parallel`. The result equals the single-device run.
 
+    * ``throw``: whether a failed run raises (below). With ``throw=False`` it does not:
+      ``Result.failed`` says whether it failed, and its frames from the failure on are
+      not finite, so a loss of them is not finite either (a NUTS sampler takes that as
+      a divergence instead of stopping). Under ``jax.jit`` or ``jax.grad`` this also
+      leaves the run-time check (a host callback) out of the compiled program, which can
+      then be stored in JAX's persistent compilation cache
+      (:func:`swe.enable_compilation_cache`) and read back by the next process, where
+      only ``t_end`` is saved (several save times bring diffrax's own run-time checks of
+      them, callbacks too).
+
     Raises ``ValueError`` for bad arguments and :class:`SimulationError` (with the simulated
     time and step) if the state becomes NaN/inf or the step collapses. Under ``jax.jit`` or
     ``jax.grad`` the failure is raised by ``equinox.error_if`` at run time instead.
     """
+    if not isinstance(throw, bool):
+        raise ValueError(f"throw={throw!r} is invalid; expected True or False")
     run = _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
                    dt_min, dt_max)
     checkpoints = check_positive_int("checkpoints", checkpoints)
@@ -270,19 +287,21 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     if is_concrete(failed):
         jax.block_until_ready(ys)
         wall = _time.perf_counter() - start
-        if bool(failed):
+        if throw and bool(failed):
             _raise_failure(result, ts, state_of(ys), num_steps, run.max_steps)
     else:
         wall = float("nan")
-        ys = eqx.error_if(ys, failed, "swe.simulate: the run blew up (NaN/inf in the state or "
-                          "the time step collapsed) or hit max_steps; rerun outside jit/grad "
-                          "to see the simulated time and step")
+        if throw:
+            ys = eqx.error_if(ys, failed, "swe.simulate: the run blew up (NaN/inf in the state "
+                              "or the time step collapsed) or hit max_steps; rerun outside "
+                              "jit/grad to see the simulated time and step")
     n = run.times.size
     states = jax.tree.map(lambda x: x[:n], state_of(ys))
     last = 0 if only_end else n  # the extra t1 entry
     env = jax.tree.map(lambda x: x[last], ys.envelopes) if envelopes else None
     return Result(model=run.model, times=ts[:n], states=states, num_steps=num_steps,
-                  envelopes=env, gauges=gauges, wall_time=wall, settings=run.settings)
+                  envelopes=env, gauges=gauges, wall_time=wall, settings=run.settings,
+                  failed=failed)
 
 
 def _mesh_solver(mesh, grid):
