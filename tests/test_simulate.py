@@ -98,6 +98,130 @@ def test_blow_up_reports_time_and_step():
     assert f"step {err.step}" in str(err) and "t=" in str(err)
 
 
+def test_throw_false_returns_the_failure_instead_of_raising():
+    """``throw=False``: a run that blows up returns, ``failed`` set, its frames finite up to
+    the failure and not after; under jit a loss of it is not finite, and nothing raises."""
+    model = _model()
+    r = swe.simulate(model, _bump(model), t_end=2000.0, dt=20.0, save_at=100.0, throw=False)
+    finite = np.isfinite(np.asarray(r.states.h)).all(axis=(1, 2))
+    assert bool(r.failed) and finite[0] and not finite[-1]
+    assert list(finite) == sorted(finite, reverse=True)  # finite, then not
+    loss = jax.jit(lambda s: swe.simulate(model, s, t_end=2000.0, dt=20.0,
+                                          throw=False).final.h.sum())
+    assert not np.isfinite(float(loss(_bump(model))))
+    ok = swe.simulate(model, _bump(model), t_end=20.0, save_at=10.0, throw=False)
+    assert not bool(ok.failed) and np.isfinite(np.asarray(ok.states.h)).all()
+    with pytest.raises(ValueError, match="throw='no' is invalid; expected True or False"):
+        swe.simulate(model, _bump(model), t_end=20.0, throw="no")
+
+
+def _callbacks(closed_jaxpr):
+    """The host callbacks (equinox's run-time errors among them) anywhere in a jaxpr."""
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if "callback" in eqn.primitive.name:
+                found.append(eqn.primitive.name)
+            for p in eqn.params.values():
+                for sub in p if isinstance(p, (tuple, list)) else (p,):
+                    inner = getattr(sub, "jaxpr", sub)
+                    if hasattr(inner, "eqns"):
+                        walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return found
+
+
+def test_gradient_with_throw_false_holds_no_host_callback():
+    """A gradient through ``simulate(..., throw=False)`` saving ``t_end`` only has no host
+    callback, so JAX's persistent cache can keep it; with ``throw=True`` (the run-time
+    error) or several save times (diffrax's checks of them) it has."""
+    model = _model(friction=swe.Manning(0.03))
+
+    def loss(n, throw=False, save_at=(5.0,)):
+        m = swe.ShallowWater(GRID, bed=model.bed, friction=swe.Manning(n))
+        r = swe.simulate(m, _bump(m), t_end=5.0, save_at=save_at, envelopes=False,
+                         throw=throw)
+        return r.states.h[:, 10, 15].sum()
+
+    assert _callbacks(jax.make_jaxpr(jax.grad(loss))(0.03)) == []
+    assert _callbacks(jax.make_jaxpr(jax.grad(lambda n: loss(n, throw=True)))(0.03))
+    assert _callbacks(jax.make_jaxpr(jax.grad(lambda n: loss(n, save_at=(2.5, 5.0))))(0.03))
+
+
+_CACHED_GRADIENT = """
+import sys
+import jax
+import numpy as np
+import swe
+from swe.bench import CompileClock
+
+assert swe.enable_compilation_cache(sys.argv[1]) is not None
+grid = swe.Grid(nx=16, ny=12, x=(0.0, 160.0), y=(0.0, 120.0))
+x, y = (np.asarray(a) for a in grid.cell_centers())
+bed = -2.0 + 0.002 * x
+eta = 0.3 * np.exp(-((x - 80) ** 2 + (y - 60) ** 2) / 30.0**2)
+
+def loss(n):
+    scheme = swe.FiniteVolume(reconstruction="first_order", riemann="hll")
+    m = swe.ShallowWater(grid, bed=bed, friction=swe.Manning(n), scheme=scheme)
+    r = swe.simulate(m, swe.State.from_surface(m, eta=eta), t_end=20.0, save_at=[20.0],
+                     envelopes=False, throw=False)
+    return r.final.h[6, 8]
+
+clock = CompileClock()
+with clock:
+    g = jax.jit(jax.grad(loss))(0.03)
+print(clock.cache_hits, float(g))
+"""
+
+
+def test_a_gradient_is_read_back_from_the_persistent_cache(tmp_path):
+    """``swe.enable_compilation_cache``: a jitted gradient through ``simulate(...,
+    throw=False)`` compiled by one process is read back by the next (the same value)."""
+    import subprocess
+    import sys
+
+    script, cache = tmp_path / "grad.py", tmp_path / "cache"
+    script.write_text(_CACHED_GRADIENT)
+
+    def run():
+        p = subprocess.run([sys.executable, str(script), str(cache)], capture_output=True,
+                           text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        hits, value = p.stdout.split()
+        return int(hits), float(value)
+
+    first = run()
+    assert first[0] == 0 and any(f.name.startswith("jit_loss") for f in cache.iterdir())
+    second = run()
+    assert second[0] >= 1 and second[1] == first[1] and np.isfinite(first[1])
+
+
+def test_enable_compilation_cache_takes_a_path_or_the_environment(tmp_path, monkeypatch):
+    from swe import cache
+
+    saved = (jax.config.jax_compilation_cache_dir,
+             jax.config.jax_persistent_cache_min_compile_time_secs)
+    try:
+        monkeypatch.setenv("SWE_CACHE_DIR", "")
+        assert swe.enable_compilation_cache() is None
+        monkeypatch.setenv("SWE_CACHE_DIR", str(tmp_path / "env"))
+        assert swe.enable_compilation_cache() == tmp_path / "env"
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "env")
+        assert swe.enable_compilation_cache(tmp_path / "arg") == tmp_path / "arg"
+        assert (tmp_path / "arg").is_dir()
+        monkeypatch.delenv("SWE_CACHE_DIR")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        assert cache.default_cache_dir() == tmp_path / "xdg" / "swe" / "jax"
+        with pytest.raises(ValueError, match="path='' is invalid"):
+            swe.enable_compilation_cache("")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", saved[0])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", saved[1])
+
+
 def test_max_steps_is_an_error_not_a_silent_stop():
     model = _model()
     with pytest.raises(swe.SimulationError, match="max_steps=5"):
