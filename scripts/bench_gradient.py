@@ -9,7 +9,8 @@ Problem: the benchmark dam break (``swe.bench.problem``) on ``n x n`` cells over
 a Gaussian bump, Manning friction, ``steps`` fixed steps (dt = 0.004 s, CFL about 0.2).
 Loss: the squared misfit of the depth at 4 gauges, at 10 output times (``--final-only``: at
 ``t_end``), against synthetic observations made with another Manning n; the runs do not
-raise on failure (``throw=False``: a calibration's loss, and no host callback). Gradient with respect to Manning n and the
+raise on failure (``throw=False``, a calibration's loss: no host callback; the script
+exits 1 if the loss is not finite). Gradient with respect to Manning n and the
 whole bed field, by ``jax.grad`` through ``swe.simulate`` (diffrax's recursive
 checkpointing, ``checkpoints`` states kept). Prints one JSON line: forward and gradient
 medians (s), their ratio, and XLA's temporary-buffer size of the compiled gradient at
@@ -116,7 +117,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     jax.config.update("jax_enable_x64", args.precision == "float64")
     if args.cache_dir is not None:
-        swe.enable_compilation_cache(args.cache_dir)
+        try:
+            swe.enable_compilation_cache(args.cache_dir)
+        except ValueError as e:
+            p.error(f"--cache-dir: {e}")
     clock = bench.CompileClock()
     try:
         scheme = swe.FiniteVolume(riemann=args.riemann, reconstruction=args.reconstruction,
@@ -128,6 +132,9 @@ def main(argv=None):
     n0 = 0.025
     forward, compile_fwd = compiled(loss, n0, bed, clock=clock)
     gradient, compile_grad = compiled(jax.grad(loss, argnums=(0, 1)), n0, bed, clock=clock)
+    value = float(forward(n0, bed))
+    if not np.isfinite(value):
+        p.exit(1, f"bench_gradient: the run failed (loss {value}); nothing timed\n")
     t_fwd = median_time(forward, n0, bed, repeat=args.repeat)
     t_grad = median_time(gradient, n0, bed, repeat=args.repeat)
     g_n, g_bed = gradient(n0, bed)
@@ -137,7 +144,7 @@ def main(argv=None):
         N=args.n, precision=args.precision, steps=args.steps, checkpoints=args.checkpoints,
         riemann=args.riemann, reconstruction=args.reconstruction, limiter=args.limiter,
         kernel=args.kernel, integrator=args.integrator, final_only=args.final_only,
-        forward_s=t_fwd,
+        loss=value, forward_s=t_fwd,
         gradient_s=t_grad, gradient_over_forward=t_grad / t_fwd,
         dloss_dn=float(g_n), dloss_dbed_norm=float(jnp.linalg.norm(g_bed)),
         grad_temp_bytes=temp_bytes(gradient),

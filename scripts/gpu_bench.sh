@@ -25,8 +25,9 @@ LOG="${OUT:-.}/gpu_bench.jsonl"
 T=${STEP_TIMEOUT:-120}
 BUDGET=${BUDGET:-570}
 : > "$LOG"
-step() {  # LIMIT=<s> step ...: a longer limit for one step
-  local left=$((BUDGET - SECONDS)) limit=${LIMIT:-$T}
+step() {  # STEP_LIMIT=<s> step ...: a longer limit (not below STEP_TIMEOUT) for one step
+  local left=$((BUDGET - SECONDS)) limit=$T
+  [ "${STEP_LIMIT:-0}" -gt "$limit" ] && limit=$STEP_LIMIT
   if [ "$left" -lt 20 ]; then echo "step skipped (budget of ${BUDGET} s spent): $*" | tee -a "$LOG"; return; fi
   [ "$left" -lt "$limit" ] && limit=$left
   timeout "$limit" "$@" | tee -a "$LOG"; local rc=${PIPESTATUS[0]}
@@ -55,7 +56,7 @@ step $PY scripts/bench_ensemble.py --n 128 --members 16 --precision float32
 step $PY scripts/bench_ensemble.py --n 256 --members 64 --precision float32
 # Compiling dominates (three programs, two of them gradients): on a TPU v5e (12-07) the
 # script took 146 s for runs of 0.03 s (forward) and 0.27 s (gradient).
-LIMIT=240 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float32 --repeat 3
+STEP_LIMIT=240 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float32 --repeat 3
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 2 --riemann hll \
   --reconstruction first_order --integrator euler --t-end 0.25 --stream "$STREAM"
 if [ "$BACKEND" = tpu ]; then
@@ -89,5 +90,5 @@ else
     --stream "$STREAM"
   step $PY scripts/bench.py --n 4096 --precision float64 --repeat 3 --integrator split \
     --limiter mc --t-end 0.25 --stream "$STREAM"
-  LIMIT=240 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float64
+  STEP_LIMIT=240 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float64
 fi

@@ -30,11 +30,14 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     :func:`default_cache_dir`. ``swe run`` calls this; scripts and notebooks call it once,
     before their first compile, so that a later process (a restarted kernel, the next
     job of a calibration) takes its compiled runs and gradients from the directory.
-    Returns None, leaving the cache off, where the directory cannot be created.
+    Only programs without host callbacks are stored: see ``throw`` of
+    :func:`swe.simulate`. A ``path`` that cannot be created raises ``ValueError``; the
+    environment's or the default directory then leaves the cache off (None).
     """
     import jax
 
-    if path is None:
+    explicit = path is not None
+    if not explicit:
         env = os.environ.get("SWE_CACHE_DIR")
         if env == "":
             return None
@@ -45,7 +48,10 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> Path | No
     directory = Path(path).expanduser()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    except OSError as e:
+        if explicit:
+            raise ValueError(f"path={str(path)!r} cannot be created ({e.strerror}); "
+                             "expected a writable directory") from None
         return None
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_TIME_S)

@@ -183,8 +183,10 @@ def to_dataset(result, start_time: str = DEFAULT_START, attrs=None):
     model = result.model
     fields = frame_fields(model, result.states)
     envelopes = envelope_fields(result.envelopes) if result.envelopes is not None else None
-    attributes = global_attrs(model, {**result.settings, "num_steps": int(result.num_steps)},
-                              attrs)
+    # A run that failed with throw=False says so (its frames from the failure on are NaN).
+    failed = {"failed": True} if bool(np.any(result.failed)) else {}
+    attributes = global_attrs(model, {**result.settings, "num_steps": int(result.num_steps),
+                                      **failed}, attrs)
     return _skeleton(model, result.gauges, start_time, attributes, fields["h"].dtype,
                      np.asarray(result.times), fields, envelopes)
 

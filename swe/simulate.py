@@ -30,7 +30,7 @@ class Result(eqx.Module):
     whole run (None if not tracked); ``gauges`` the named points sampled at every output
     time. ``num_steps`` is the number of time steps taken and ``wall_time`` the seconds the
     run took (compile included; NaN when traced). ``failed``: whether the run failed (only
-    ever true with ``simulate(..., throw=False)``; a boolean array).
+    ever true with ``simulate(..., throw=False)``; a bool, or a boolean array).
     """
 
     model: ShallowWater
@@ -252,9 +252,9 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
       :mod:`swe.parallel`. The result equals the single-device run.
 
     * ``throw``: whether a failed run raises (below). With ``throw=False`` it does not:
-      ``Result.failed`` says whether it failed, and its frames from the failure on are
-      not finite, so a loss of them is not finite either (a NUTS sampler takes that as
-      a divergence instead of stopping). Under ``jax.jit`` or ``jax.grad`` this also
+      ``Result.failed`` says whether it failed, the frames it did not reach are NaN (at
+      their requested times), and so are its envelopes, so a loss of them is not finite
+      (a NUTS sampler takes that as a divergence instead of stopping). Under ``jax.jit`` or ``jax.grad`` this also
       leaves the run-time check (a host callback) out of the compiled program, which can
       then be stored in JAX's persistent compilation cache
       (:func:`swe.enable_compilation_cache`) and read back by the next process, where
@@ -299,7 +299,21 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     states = jax.tree.map(lambda x: x[:n], state_of(ys))
     last = 0 if only_end else n  # the extra t1 entry
     env = jax.tree.map(lambda x: x[last], ys.envelopes) if envelopes else None
-    return Result(model=run.model, times=ts[:n], states=states, num_steps=num_steps,
+    times = ts[:n]
+    if not throw:
+        # diffrax saves the state it stopped at (finite after max_steps or a collapsed
+        # step) in the first output slot not reached, and inf times after it: every frame
+        # not reached becomes NaN, at its requested time, and so do the envelopes of a
+        # failed run, so that no loss of a failed run is finite.
+        requested = jnp.asarray(run.times, ts.dtype)
+        reached = jnp.logical_not(failed) | (times == requested)
+        states = jax.tree.map(
+            lambda x: jnp.where(reached.reshape((-1,) + (1,) * (x.ndim - 1)), x, jnp.nan),
+            states)
+        env = None if env is None else jax.tree.map(
+            lambda x: jnp.where(failed, jnp.nan, x), env)
+        times = requested
+    return Result(model=run.model, times=times, states=states, num_steps=num_steps,
                   envelopes=env, gauges=gauges, wall_time=wall, settings=run.settings,
                   failed=failed)
 

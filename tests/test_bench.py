@@ -124,6 +124,8 @@ def test_bench_gradient_script_prints_its_record(capsys):
     assert np.isfinite(r["dloss_dn"]) and r["dloss_dbed_norm"] > 0
     assert r["grad_temp_bytes"] > 0 and r["grad_temp_bytes_2x_steps"] > 0
     assert r["forward_compile_s"] > 0 and r["gradient_compile_s"] > 0
+    assert r["cache_hits"] == 0 and r["cache_dir"] is None and r["final_only"] is False
+    assert np.isfinite(r["loss"]) and r["loss"] > 0
 
 
 def test_split_hancock_beats_the_default_scheme_at_half_the_steps():
