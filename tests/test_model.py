@@ -296,7 +296,9 @@ def test_recomputed_riemann_vjp_equals_autodiff(riemann):
     fast = _materialised(kernel)
     out, pullback = jax.vjp(fast, *args)
     ref_out, ref_pullback = jax.vjp(kernel, *args)
-    np.testing.assert_allclose(out, ref_out, rtol=1e-15, atol=1e-15)
+    # Under jax.vjp the kernel runs compiled (swe.model._traced_jitted), the reference op
+    # by op: XLA may contract a multiply-add that the eager reference rounds twice.
+    np.testing.assert_allclose(out, ref_out, rtol=1e-15, atol=1e-14)
     for got, want in zip(pullback(ct), ref_pullback(ct)):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
