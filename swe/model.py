@@ -119,20 +119,27 @@ def _interface(hL, uL, vL, bL, hR, uR, vR, bR, g, riemann):
 
 
 _BUILT: dict = {}  # (builder, key) -> function, for :func:`_reused`
-_STABLE_IDS: set = set()  # ids of the functions in _BUILT: stable keys themselves
+# Stable keys themselves: the functions in _BUILT, and the limiters and Riemann solvers
+# (some limiters are closures, built once at import).
+_STABLE_IDS: set = {id(f) for f in (*LIMITERS.values(), *RIEMANN_SOLVERS.values())}
 
 
 def _stable_key(fn):
-    """A key equal across traces for ``fn``: the function itself if it is defined at
-    module level (or built by :func:`_reused`), a ``functools.partial`` of one by its
-    parts; TypeError for closures and lambdas (new objects each trace)."""
+    """A key equal across traces for ``fn``: the function itself if it is a module-level
+    function without a closure, one of the registered limiters and Riemann solvers (built
+    once, at import) or built by :func:`_reused`; a ``functools.partial`` of one by its
+    parts (values with their types: ``1 == 1.0 == True``). TypeError for closures,
+    lambdas and callable objects (new objects each trace: built every time)."""
+    def part(v):
+        return _stable_key(v) if callable(v) else (type(v), v)
+
     if isinstance(fn, functools.partial):
-        return ("partial", _stable_key(fn.func), fn.args,
-                tuple(sorted((k, _stable_key(v) if callable(v) else v)
-                             for k, v in fn.keywords.items())))
+        return ("partial", _stable_key(fn.func), tuple(part(a) for a in fn.args),
+                tuple(sorted((k, part(v)) for k, v in fn.keywords.items())))
     if id(fn) in _STABLE_IDS:
         return fn
-    if callable(fn) and "<" not in getattr(fn, "__qualname__", "<"):
+    if (callable(fn) and "<" not in getattr(fn, "__qualname__", "<")
+            and getattr(fn, "__closure__", None) is None):
         return fn
     raise TypeError(f"no stable key for {fn!r}")
 
@@ -151,7 +158,9 @@ def _reused(jitted: bool):
     6.2 s, its optimized HLO the same instruction for instruction (a while loop's carry in
     another order; the forward run's identical); at 128^2, 1000 steps, compiled with its
     tracing in 11.5-11.9 s against 14.1-15.7 s. Closures and lambdas (no stable key) are
-    built every time as before.
+    built every time as before. A kernel must be a pure function of its arguments and
+    its key: one that read a module constant while traced would keep the value of its
+    first trace (``_BUILT.clear()`` and ``jax.clear_caches()`` forget them).
     """
     def decorate(builder):
         @functools.wraps(builder)
