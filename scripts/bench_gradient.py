@@ -20,6 +20,7 @@ from the persistent cache (``--cache-dir``).
 """
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -83,11 +84,8 @@ def compiled(f, *args, clock=None):
     under 0.3 s). ``clock``: a :class:`swe.bench.CompileClock` that counts the programs
     read from the persistent cache."""
     start = time.perf_counter()
-    if clock is None:
+    with clock or contextlib.nullcontext():
         exe = jax.jit(f).lower(*args).compile()
-    else:
-        with clock:
-            exe = jax.jit(f).lower(*args).compile()
     return exe, time.perf_counter() - start
 
 

@@ -16,7 +16,7 @@ from jaxtyping import Array, Float
 
 from .boundaries import (Boundaries, Outflow, Periodic, Wall, ghost_cells,
                          impose_face_fluxes, pad_bed)
-from .errors import check_choice, check_field, check_finite_scalar
+from .errors import check_choice, check_field, check_finite_scalar, is_concrete
 from .grid import Grid
 from .reconstruction import (BVD, BVD_LIMITERS, LIMITERS, RECONSTRUCTIONS, bvd_candidates,
                              bvd_cell, cell_differences, thinc_exponential,
@@ -189,7 +189,7 @@ def _traced_jitted(fn):
 
     @functools.wraps(fn)
     def call(*args):
-        traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(args))
+        traced = not all(is_concrete(x) for x in jax.tree.leaves(args))
         return (jitted if traced else fn)(*args)
 
     return call
