@@ -15,8 +15,10 @@ whole bed field, by ``jax.grad`` through ``swe.simulate`` (diffrax's recursive
 checkpointing, ``checkpoints`` states kept). Prints one JSON line: forward and gradient
 medians (s), their ratio, and XLA's temporary-buffer size of the compiled gradient at
 ``steps`` and ``2 * steps`` (the peak memory beyond inputs and outputs), the forward's and
-the gradient's compile times (tracing included) and how many of those two programs came
-from the persistent cache (``--cache-dir``).
+the gradient's compile times (tracing included), the gradient's split into JAX's phases
+(``gradient_trace_s``, ``gradient_lower_s``, ``gradient_xla_s``: with ``--cache-dir`` a
+second process still traces and lowers) and how many of those two programs came from the
+persistent cache (``--cache-dir``).
 """
 
 import argparse
@@ -77,16 +79,26 @@ def median_time(f, *args, repeat):
     return statistics.median(times)
 
 
-def compiled(f, *args, clock=None):
+def compiled(f, *args, clock=None, phases=None):
     """``f`` jitted, lowered and compiled for ``args``, and its compile time (s, tracing
     included): one compilation serves both the timings and the memory analysis (on a TPU
     v5e, 12-07, the script took 146 s, nearly all of it compiling, where its runs took
     under 0.3 s). ``clock``: a :class:`swe.bench.CompileClock` that counts the programs
-    read from the persistent cache."""
+    read from the persistent cache. ``phases``: a dict that receives the seconds of JAX's
+    three phases, ``trace_s`` (Python, which no cache holds), ``lower_s`` and ``xla_s``
+    (XLA's compile, or the persistent cache's read)."""
     start = time.perf_counter()
     with clock or contextlib.nullcontext():
-        exe = jax.jit(f).lower(*args).compile()
-    return exe, time.perf_counter() - start
+        traced = jax.jit(f).trace(*args)
+        t_traced = time.perf_counter()
+        lowered = traced.lower()
+        t_lowered = time.perf_counter()
+        exe = lowered.compile()
+    end = time.perf_counter()
+    if phases is not None:
+        phases.update(trace_s=t_traced - start, lower_s=t_lowered - t_traced,
+                      xla_s=end - t_lowered)
+    return exe, end - start
 
 
 def temp_bytes(exe):
@@ -129,7 +141,9 @@ def main(argv=None):
                           args.final_only)
     n0 = 0.025
     forward, compile_fwd = compiled(loss, n0, bed, clock=clock)
-    gradient, compile_grad = compiled(jax.grad(loss, argnums=(0, 1)), n0, bed, clock=clock)
+    grad_phases = {}
+    gradient, compile_grad = compiled(jax.grad(loss, argnums=(0, 1)), n0, bed, clock=clock,
+                                      phases=grad_phases)
     value = float(forward(n0, bed))
     if not np.isfinite(value):
         p.exit(1, f"bench_gradient: the run failed (loss {value}); nothing timed\n")
@@ -149,7 +163,8 @@ def main(argv=None):
         grad_temp_bytes_2x_steps=temp_bytes(compiled(jax.grad(loss2, argnums=(0, 1)),
                                                      n0, bed)[0]),
         forward_temp_bytes=temp_bytes(forward), forward_compile_s=compile_fwd,
-        gradient_compile_s=compile_grad, cache_dir=args.cache_dir,
+        gradient_compile_s=compile_grad,
+        **{f"gradient_{k}": v for k, v in grad_phases.items()}, cache_dir=args.cache_dir,
         cache_hits=clock.cache_hits, threads=bench.cpu_threads(),
         backend=jax.default_backend())
     print(json.dumps(record), flush=True)

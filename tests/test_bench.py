@@ -124,6 +124,8 @@ def test_bench_gradient_script_prints_its_record(capsys):
     assert np.isfinite(r["dloss_dn"]) and r["dloss_dbed_norm"] > 0
     assert r["grad_temp_bytes"] > 0 and r["grad_temp_bytes_2x_steps"] > 0
     assert r["forward_compile_s"] > 0 and r["gradient_compile_s"] > 0
+    phases = [r[f"gradient_{k}"] for k in ("trace_s", "lower_s", "xla_s")]
+    assert min(phases) > 0 and sum(phases) <= r["gradient_compile_s"]
     assert r["cache_hits"] == 0 and r["cache_dir"] is None and r["final_only"] is False
     assert np.isfinite(r["loss"]) and r["loss"] > 0
 
