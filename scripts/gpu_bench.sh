@@ -10,9 +10,9 @@
 # budget (BUDGET, default 570 s, for a 10-minute device call): a step is cut to the time
 # left, and steps past it are skipped with a line saying so. The README's figures come
 # first (the default scheme from 1024^2 to 8192^2 cells, the ensembles, a gradient), the
-# diagnostics after them. On a TPU v5e (12-07, s4) the gradient step timed out at its old
-# 120 s limit (the script alone takes 146 s there) and the budget ran out after the split
-# scheme, before the diagnostics.
+# diagnostics after them. On a TPU v5e (12-07, fifth session) the figures took the whole
+# 575 s (the gradient step about 150 s of it, nearly all compiling) and the steps after
+# first order were skipped; run them in a second call (as in that session's call 4).
 #
 # float64: GPUs run it natively (at a fraction of the float32 rate on most cards); a TPU has
 # no float64 units, and on the TPU v5e lent on 12-06 float64 runs did not compile; the
