@@ -80,7 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="run the validation cases and write validation/REPORT.md")
     v.add_argument("cases", nargs="*", help="cases to run (default: all)")
     v.add_argument("--quick", action="store_true", help="coarse grids (a few minutes, as in CI)")
-    v.add_argument("--report", default=None, help="report path (default: validation/REPORT.md)")
+    v.add_argument("--report", default=None,
+                   help="report path (default: validation/REPORT.md for the whole full-size "
+                        "run, else validation/REPORT-<quick|partial|scheme>.md, so a quick or "
+                        "partial run leaves the committed report and figures alone)")
     v.add_argument("--integrator", default=None,
                    help="run every case with this integrator (e.g. split, strang) instead of "
                         "its own")

@@ -44,6 +44,24 @@ def test_validate_with_another_scheme_writes_its_own_report(tmp_path):
         validate(["lake_at_rest"], quick=True, report=report, integrator="rk4")
 
 
+def test_only_the_whole_full_run_writes_the_committed_report(tmp_path):
+    """A quick or partial ``swe validate`` (or one with another scheme) must not replace
+    the committed validation/REPORT.md or its figures."""
+    from validation.report import FIGURES, HERE, report_paths
+
+    assert report_paths(CASES, False, {}) == (HERE / "REPORT.md", FIGURES)
+    assert report_paths(list(reversed(CASES)), False, {}) == (HERE / "REPORT.md", FIGURES)
+    assert report_paths(CASES, True, {}) == (HERE / "REPORT-quick.md", HERE / "figures-quick")
+    assert report_paths(["stoker"], False, {}) == (HERE / "REPORT-partial.md",
+                                                   HERE / "figures-partial")
+    assert report_paths(["stoker"], True, {"limiter": "mc"}) == (
+        HERE / "REPORT-mc-partial-quick.md", HERE / "figures-mc-partial-quick")
+    # A report named elsewhere keeps its figures beside it, not in validation/figures/.
+    assert report_paths(CASES, False, {}, tmp_path / "R.md") == (tmp_path / "R.md",
+                                                                 tmp_path / "figures-R")
+    assert report_paths(CASES, True, {}, HERE / "REPORT.md")[1] == HERE / "figures-quick"
+
+
 def test_case_texts_name_the_forced_scheme():
     """Under a forced scheme the cases' set-up texts name it, not swe's default."""
     from validation.common import default_scheme

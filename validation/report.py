@@ -100,14 +100,37 @@ def write_report(results: list[CaseResult], path: Path, quick: bool, override=No
     return path
 
 
+def report_paths(cases, quick: bool, override: dict, report=None, outdir=None):
+    """The report's path and its figures' folder for a run of ``cases``: the committed
+    ``validation/REPORT.md`` and ``validation/figures/`` only for the whole, full-size run
+    with the default scheme; otherwise ``REPORT-<tag>.md`` (tag: the override's names, then
+    ``partial`` for some of the cases, ``quick``), and the figures of any report but the
+    committed one in ``figures-<tag or the report's name>`` beside it."""
+    partial = sorted(set(cases)) != sorted(CASES)
+    tag = "-".join([*override.values(), *(["partial"] if partial else []),
+                    *(["quick"] if quick else [])])
+    if report is None:
+        report = HERE / (f"REPORT-{tag}.md" if tag else "REPORT.md")
+    report = Path(report)
+    if outdir is None:
+        committed = report.resolve() == (HERE / "REPORT.md").resolve()
+        stem = report.stem.removeprefix("REPORT-") if report.stem != "REPORT" else tag
+        outdir = (FIGURES if committed and not tag
+                  else report.parent / f"figures-{stem or report.stem}")
+    return report, Path(outdir)
+
+
 def validate(cases=None, quick: bool = False, report: Path | None = None,
              outdir: Path | None = None, echo=print, integrator=None, riemann=None,
              limiter=None) -> list[CaseResult]:
     """Runs ``cases`` (default: all), prints a line per case, writes the report.
 
     ``integrator``, ``riemann``, ``limiter``: run every case with them
-    (:func:`scheme_override`); the report then defaults to ``validation/REPORT-<...>.md``
-    and its figures to a folder beside it, leaving the committed report alone."""
+    (:func:`scheme_override`). Only the whole, full-size run with the default scheme
+    writes the committed ``validation/REPORT.md`` and ``validation/figures/``; any other
+    (``quick``, some cases, a scheme override) defaults to ``validation/REPORT-<tag>.md``
+    (``quick``, ``partial`` and the override's names), and the figures of any report but
+    the committed one go to a ``figures-<tag>`` folder beside it."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -125,12 +148,7 @@ def validate(cases=None, quick: bool = False, report: Path | None = None,
         swe.FiniteVolume(**{k: v for k, v in override.items() if k != "integrator"})
         if integrator is not None:
             check_choice("integrator", integrator, INTEGRATORS)
-    tag = "-".join(override.values())
-    if report is None and override:
-        report = HERE / f"REPORT-{tag}.md"
-    if outdir is None:
-        outdir = FIGURES if not override else Path(report).parent / f"figures-{tag}"
-    outdir = Path(outdir)
+    report, outdir = report_paths(cases, quick, override, report, outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     results = []
     for name in cases:
@@ -139,5 +157,5 @@ def validate(cases=None, quick: bool = False, report: Path | None = None,
         echo(f"{name:20s} {'PASS' if r.passed else 'FAIL'}  {r.seconds:6.1f} s  " + "; ".join(
             f"{c.name} = {c.value:.3g} ({c.bound})" for c in r.checks))
         results.append(r)
-    write_report(results, Path(report) if report else HERE / "REPORT.md", quick, override)
+    write_report(results, report, quick, override)
     return results
