@@ -309,6 +309,8 @@ def _run_ensemble(args, name, module, params, precision) -> int:
         raise _BadInput("swe run: --ensemble splits members, not the grid, over devices: "
                         "use --devices N instead of --mesh")
     key, values = parse_ensemble(args.ensemble, module)
+    if key in params:
+        raise _BadInput(f"swe run: {key} is given by --set and by --ensemble; give it once")
     output = Path(args.output or f"{Path(name).stem}_ensemble.nc")
     if str(output).rstrip("/").endswith(".zarr"):
         raise _BadInput(f"swe run: -o {output} is invalid with --ensemble; ensembles are "

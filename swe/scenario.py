@@ -125,7 +125,47 @@ def load_module(name_or_path: str) -> ModuleType:
         module = importlib.import_module(f"swe.scenarios.{name_or_path}")
     if not callable(getattr(module, "build", None)):
         raise ValueError(f"scenario {name_or_path!r} has no build(**params) function")
+    module.__swe_name__ = name_or_path
     return module
+
+
+def _name(module: ModuleType) -> str:
+    """The scenario's name as the user gave it (a built-in name or a file path)."""
+    return getattr(module, "__swe_name__", module.__name__.split(".")[-1])
+
+
+def _open_keywords(module: ModuleType) -> bool:
+    """Whether ``build`` takes ``**kwargs`` (any key is passed on to it)."""
+    return any(p.kind == p.VAR_KEYWORD
+               for p in inspect.signature(module.build).parameters.values())
+
+
+def _check_key(key: str, known: Mapping, module: ModuleType) -> None:
+    if key not in known and not _open_keywords(module):
+        raise ValueError(f"unknown parameter {key!r} for scenario {_name(module)!r}; "
+                         f"valid keys: {', '.join(known) or '(none: build() takes no parameters)'}")
+
+
+def check_value(option: str, key: str, value, default, module: ModuleType) -> None:
+    """``value`` must be of the kind of the parameter's default: True/False for a bool, an
+    integer for an int (grid sizes), a number for a float, a string for a str, a list for
+    a list or tuple; any value where the default is None or of another type."""
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "True or False"
+    elif isinstance(default, int):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok, kind = (isinstance(value, (int, float)) and not isinstance(value, bool),
+                    "a number")
+    elif isinstance(default, str):
+        ok, kind = isinstance(value, str), "a string (in quotes)"
+    elif isinstance(default, (list, tuple)):
+        ok, kind = isinstance(value, (list, tuple)), "a list"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"{option} {key}={value!r} is invalid for scenario "
+                         f"{_name(module)!r}; expected {kind} (default {default!r})")
 
 
 def parameters(module: ModuleType) -> dict[str, object]:
@@ -150,14 +190,14 @@ def parse_overrides(pairs, module: ModuleType) -> dict[str, object]:
         key = key.strip()
         if not sep or not key:
             raise ValueError(f"--set {pair!r} is invalid; expected KEY=VALUE")
-        if key not in known:
-            raise ValueError(f"unknown parameter {key!r} for scenario {module.__name__.split('.')[-1]!r}; "
-                             f"valid keys: {', '.join(known)}")
+        _check_key(key, known, module)
         try:
             value = ast.literal_eval(text.strip())
         except (ValueError, SyntaxError):
             raise ValueError(f"--set {key}={text!r}: the value is not a Python literal "
                              "(numbers, strings in quotes, lists, True/False/None)")
+        if key in known:
+            check_value("--set", key, value, known[key], module)
         out[key] = value
     return out
 
@@ -170,9 +210,7 @@ def parse_ensemble(text: str, module: ModuleType) -> tuple[str, list]:
     if not sep or not key or not values.strip():
         raise ValueError(f"--ensemble {text!r} is invalid; expected KEY=v1,v2,... or "
                          "KEY=start:stop:count")
-    if key not in known:
-        raise ValueError(f"unknown parameter {key!r} for scenario "
-                         f"{module.__name__.split('.')[-1]!r}; valid keys: {', '.join(known)}")
+    _check_key(key, known, module)
     try:
         if ":" in values:
             start, stop, count = (ast.literal_eval(v.strip()) for v in values.split(":"))
@@ -184,6 +222,9 @@ def parse_ensemble(text: str, module: ModuleType) -> tuple[str, list]:
     except (ValueError, SyntaxError, TypeError):
         raise ValueError(f"--ensemble {text!r}: values must be Python literals separated by "
                          "commas, or start:stop:count with an integer count >= 1")
+    if key in known:
+        for value in members:
+            check_value("--ensemble", key, value, known[key], module)
     return key, members
 
 
@@ -193,10 +234,17 @@ def build(name_or_path: str = DEFAULT_SCENARIO, params: Mapping | None = None) -
     params = dict(params or {})
     known = parameters(module)
     for key in params:
-        if key not in known:
-            raise ValueError(f"unknown parameter {key!r} for scenario {name_or_path!r}; "
-                             f"valid keys: {', '.join(known)}")
-    scenario = module.build(**params)
+        _check_key(key, known, module)
+    try:
+        scenario = module.build(**params)
+    except ValueError:
+        raise
+    except Exception as exc:
+        if not params:
+            raise  # the scenario's own defaults: a bug in it, shown with its traceback
+        given = ", ".join(f"{k}={v!r}" for k, v in params.items())
+        raise ValueError(f"scenario {name_or_path!r} failed to build with {given}: "
+                         f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(scenario, Scenario):
         raise ValueError(f"scenario {name_or_path!r}: build() returned {type(scenario).__name__}, "
                          "expected a swe.Scenario")

@@ -82,6 +82,13 @@ def test_run_with_the_split_schemes_and_the_roe_flux(tmp_path, name, params, int
     (["run", "dam_break", "--set", "nx=abc"], "not a Python literal"),
     (["run", "dam_break", "--set", "nx"], "expected KEY=VALUE"),
     (["run", "dam_break", "--set", "nx=0"], "nx=0 is invalid"),
+    (["run", "dam_break", "--set", "t_end='5'"], "--set t_end='5' is invalid for scenario "
+                                                 "'dam_break'; expected a number"),
+    (["run", "dam_break", "--set", "nx=10.5"], "expected an integer (default 1000)"),
+    (["run", "lake_at_rest", "--set", "walls='no'"], "expected True or False"),
+    (["run", "lake_at_rest", "--ensemble", "walls=1,2"], "--ensemble walls=1 is invalid"),
+    (["run", "lake_at_rest", "--set", "eta0=0.4", "--ensemble", "eta0=0.5,0.6"],
+     "eta0 is given by --set and by --ensemble"),
     (["run", "dam_break", "--limiter", "superbee"], "limiter='superbee' is not supported"),
     (["run", "dam_break", "--cfl", "1.5"], "cfl=1.5 is invalid"),
     (["run", "dam_break", "--integrator", "rk4"], "integrator='rk4' is not supported"),
@@ -108,6 +115,27 @@ def test_unreadable_file_and_broken_scenario_file(tmp_path):
     script.write_text("raise RuntimeError('boom')\n")
     p = swe_cmd("run", str(script))
     assert p.returncode == 2 and "boom" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_scenario_file_with_keyword_parameters(tmp_path):
+    """``def build(**params)`` (as the README writes the signature) takes any --set key;
+    an override that the scenario cannot use is one line, exit 2, naming it."""
+    script = tmp_path / "kw.py"
+    script.write_text(
+        "import swe\n"
+        "def build(**params):\n"
+        "    n = params.get('n', 8)\n"
+        "    grid = swe.Grid(nx=n, ny=1, x=(0.0, 1.0))\n"
+        "    return swe.Scenario(swe.ShallowWater(grid), swe.State(h=[[1.0] * n], hu=0.0,\n"
+        "                        hv=0.0), t_end=0.05 * params.get('scale', 1.0))\n")
+    out = tmp_path / "kw.nc"
+    p = swe_cmd("run", str(script), "--set", "n=12", "-o", str(out), "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert xr.open_dataset(out).sizes["x"] == 12
+    p = swe_cmd("run", str(script), "--set", "scale='a'", "-o", str(out))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert "failed to build with scale='a': TypeError" in p.stderr
 
 
 def test_list_and_info():
