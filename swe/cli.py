@@ -154,7 +154,7 @@ def cmd_run(args) -> int:
 
     import numpy as np
 
-    from .output import writer_for
+    from .output import check_output_path, writer_for
     from .scenario import DEFAULT_SCENARIO, build, load_module, parse_overrides
     from .simulate import ProgressBar, iterate
 
@@ -167,7 +167,8 @@ def cmd_run(args) -> int:
     model = scenario.model
     model = _with_scheme_options(model, args)
     options = _run_options(scenario.run_options, args)
-    output = Path(args.output or f"{Path(name).stem}.nc")
+    output = check_output_path(f"{Path(name).stem}.nc" if args.output is None else args.output,
+                               _input_files(scenario))
 
     from .bench import CompileClock
 
@@ -225,6 +226,12 @@ def cmd_run(args) -> int:
               f"{cells * last.num_steps / wall:.3g} cell-updates/s, "
               f"mass change {rel:+.2e} (relative), {precision}, wrote {output}")
     return 0
+
+
+def _input_files(scenario) -> list[str]:
+    """The files a scenario's parameters name (a DEM, say): an output must not be one."""
+    return [v for v in scenario.metadata.get("parameters", {}).values()
+            if isinstance(v, str) and Path(v).is_file()]
 
 
 def _write_frames(writer, first, frames):
@@ -301,7 +308,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     import numpy as np
 
     from .ensemble import iterate_ensemble
-    from .output import NetCDFWriter
+    from .output import NetCDFWriter, check_output_path
     from .scenario import build, parse_ensemble
     from .simulate import output_times
 
@@ -311,7 +318,8 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     key, values = parse_ensemble(args.ensemble, module)
     if key in params:
         raise _BadInput(f"swe run: {key} is given by --set and by --ensemble; give it once")
-    output = Path(args.output or f"{Path(name).stem}_ensemble.nc")
+    output = check_output_path(f"{Path(name).stem}_ensemble.nc" if args.output is None
+                               else args.output)
     if str(output).rstrip("/").endswith(".zarr"):
         raise _BadInput(f"swe run: -o {output} is invalid with --ensemble; ensembles are "
                         "written as netCDF (give a name ending in .nc)")

@@ -286,6 +286,7 @@ class ZarrWriter:
             import shutil
 
             if self.path.exists():
+                check_output_path(self.path)  # still a Zarr store (or empty)
                 shutil.rmtree(self.path)
             os.replace(self.partial, self.path)
         return self.path if complete else self.partial
@@ -305,7 +306,43 @@ class NullWriter:
         return None
 
 
+def is_zarr(path) -> bool:
+    return str(path).rstrip("/").endswith(".zarr")
+
+
+ZARR_MARKERS = (".zgroup", ".zattrs", "zarr.json")  # Zarr v2 and v3 stores
+
+
+def check_output_path(path, inputs=()) -> Path:
+    """``path`` as an output, checked before a run starts (ValueError naming it): not
+    empty; for netCDF not an existing directory; for ``.zarr`` not an existing file, nor
+    a non-empty directory that is not a Zarr store (a finished run replaces the path, and
+    must not delete a folder of something else); and none of ``inputs`` (files the
+    scenario reads, such as a DEM). Missing parent directories are created on writing."""
+    if str(path) in ("", "."):
+        raise ValueError(f"output {str(path)!r} is invalid; expected a file name such as "
+                         "out.nc or out.zarr")
+    path = Path(path)
+    if is_zarr(path):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"output {str(path)!r} is an existing file; a .zarr output is "
+                             "a directory (a Zarr store): choose another name")
+        if (path.is_dir() and any(path.iterdir())
+                and not any((path / m).exists() for m in ZARR_MARKERS)):
+            raise ValueError(f"output {str(path)!r} is a directory that is not a Zarr store; "
+                             "it would be replaced: remove it or choose another name")
+    elif path.is_dir():
+        raise ValueError(f"output {str(path)!r} is a directory; expected a file name such "
+                         f"as {str(path / 'out.nc')!r}")
+    for source in inputs:
+        if path.exists() and Path(source).exists() and os.path.samefile(path, source):
+            raise ValueError(f"output {str(path)!r} is the scenario's input file; choose "
+                             "another name")
+    return path
+
+
 def writer_for(path, model, **kwargs):
     """A writer chosen by the file name: ``.zarr`` gives Zarr, anything else netCDF."""
-    cls = ZarrWriter if str(path).rstrip("/").endswith(".zarr") else NetCDFWriter
+    check_output_path(path)
+    cls = ZarrWriter if is_zarr(path) else NetCDFWriter
     return cls(path, model, **kwargs)

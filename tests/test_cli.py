@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -115,6 +116,37 @@ def test_unreadable_file_and_broken_scenario_file(tmp_path):
     script.write_text("raise RuntimeError('boom')\n")
     p = swe_cmd("run", str(script))
     assert p.returncode == 2 and "boom" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_output_paths_checked_before_the_run(tmp_path):
+    """An output that names a directory, a Zarr name on a file or on a folder that is not
+    a Zarr store (whose contents a finished run would delete), an empty name, or the
+    scenario's own input file: one line, exit 2, before any computing, nothing lost."""
+    from swe.output import check_output_path
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    notes = tmp_path / "mine.zarr" / "notes.txt"
+    notes.parent.mkdir()
+    notes.write_text("keep me")
+    (tmp_path / "file.zarr").write_text("")
+    dem = tmp_path / "dem.nc"
+    dem.write_text("")
+    cases = [(folder, "is a directory; expected a file name"),
+             (notes.parent, "is a directory that is not a Zarr store"),
+             (tmp_path / "file.zarr", "is an existing file; a .zarr output is a directory"),
+             ("", "output '' is invalid")]
+    for path, needle in cases:
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            check_output_path(path)
+    with pytest.raises(ValueError, match="is the scenario's input file"):
+        check_output_path(tmp_path / "." / "dem.nc", inputs=[str(dem)])
+    assert check_output_path(tmp_path / "new" / "out.nc") == tmp_path / "new" / "out.nc"
+    p = swe_cmd("run", "lake_at_rest", "--set", "n=8", "--set", "t_end=0.1", "-o",
+                str(notes.parent))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+    assert "not a Zarr store" in p.stderr and notes.read_text() == "keep me"
+    assert not list(tmp_path.glob("*.partial"))
 
 
 def test_scenario_file_with_keyword_parameters(tmp_path):
