@@ -34,15 +34,17 @@ VARIABLES: dict[str, dict[str, str]] = {
               units="m s-1"),
     "eta": dict(standard_name="sea_surface_height_above_geoid",
                 long_name="free-surface elevation (bed elevation where dry)", units="m"),
-    "bed": dict(standard_name="altitude", long_name="bed elevation", units="m"),
+    # positive: CF readers (and the IOOS checker) take an altitude for a vertical axis
+    "bed": dict(standard_name="altitude", long_name="bed elevation", units="m", positive="up"),
     "max_depth": dict(standard_name="sea_floor_depth_below_sea_surface",
                       long_name="maximum water depth over the run", units="m",
                       cell_methods="time: maximum"),
     "max_speed": dict(standard_name="sea_water_speed",
                       long_name="maximum depth-averaged speed over the run", units="m s-1",
                       cell_methods="time: maximum"),
-    "arrival_time": dict(standard_name="time",
-                         long_name="first time the depth exceeded the arrival threshold, "
+    # No standard name: CF's "time" needs units "seconds since <epoch>", which readers
+    # decode into dates; this is a duration in seconds (the IOOS checker flagged "time").
+    "arrival_time": dict(long_name="first time the depth exceeded the arrival threshold, "
                                    "seconds after the start of the run (NaN: never)",
                          units="s"),
     "gauge": dict(long_name="gauge name", cf_role="timeseries_id"),

@@ -38,8 +38,8 @@ def test_run_writes_a_cf_file_equal_to_the_python_result(tmp_path):
     for name in ("h", "u", "v", "eta", "bed", "max_depth", "max_speed", "arrival_time",
                  "gauge_h", "x", "y", "time"):
         assert name in ds.variables
-        for key in ("standard_name", "long_name"):
-            assert ds[name].attrs.get(key) == VARIABLES[name][key]
+        for key in ("standard_name", "long_name", "positive"):
+            assert ds[name].attrs.get(key) == VARIABLES[name].get(key)
         assert "units" in ds[name].attrs or "units" in ds[name].encoding
     assert ds["x"].attrs["axis"] == "X" and ds["time"].attrs["axis"] == "T"
     assert ds["h"].dims == ("time", "y", "x") and ds["gauge_h"].dims == ("gauge", "time")
