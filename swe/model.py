@@ -888,7 +888,8 @@ class ShallowWater(eqx.Module):
         return functools.reduce(jnp.maximum, speeds)
 
     def stable_time_step(self, state: State, cfl, t=None, beds=None) -> Array:
-        """``cfl * min(dx, dy) / max(|u| + sqrt(g h))``; infinite on a dry domain.
+        """``cfl * min(dx, dy) / max(|u| + sqrt(g h))``; infinite on a dry domain, NaN if the
+        state holds a NaN (the controllers' blow-up check).
 
         With ``t`` and ``beds`` the ghost cells count too, so that water entering through an
         inflow or a stage boundary limits the step before it reaches the first cell.
@@ -899,7 +900,9 @@ class ShallowWater(eqx.Module):
         # Only swept directions constrain the step (a 1-D channel ignores its width).
         spacing = min([self.grid.dx if axis == 1 else self.grid.dy for axis in self._sweeps()]
                       or [self.grid.dx, self.grid.dy])
-        return jnp.where(a > 0.0, cfl * spacing / jnp.where(a > 0.0, a, 1.0), jnp.inf)
+        # A NaN speed fails "a > 0" too: it must not read as a dry domain (an infinite step).
+        return jnp.where(a > 0.0, cfl * spacing / jnp.where(a > 0.0, a, 1.0),
+                         jnp.where(jnp.isnan(a), jnp.nan, jnp.inf))
 
 
 def _trim(bed_padded, axis, ng):

@@ -442,6 +442,9 @@ def _number(x):
 
 
 def _raise_failure(result, ts, ys, num_steps, max_steps):
+    # Under an eager jax.grad the outputs are autodiff tracers with concrete values:
+    # stop_gradient gives those values.
+    ts, ys, num_steps = jax.lax.stop_gradient((ts, ys, num_steps))
     step = int(num_steps)
     ts = np.asarray(ts)
     # Saved frames come first, then the time the solve stopped, then unused (inf) slots.

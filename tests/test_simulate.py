@@ -2,6 +2,7 @@
 
 import jax
 import jax.monitoring
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -96,6 +97,39 @@ def test_blow_up_reports_time_and_step():
     assert err.step >= 1 and 0.0 < err.time < 2000.0
     assert err.time == pytest.approx(20.0 * err.step)
     assert f"step {err.step}" in str(err) and "t=" in str(err)
+
+
+def test_nan_state_under_the_cfl_step_raises():
+    """A forcing that makes the state NaN, with the CFL controller (no fixed dt): a NaN
+    wave speed once read as a dry domain (an infinite step), so the run went on with NaN
+    frames and ``failed`` False. It raises, and with throw=False says it failed."""
+    grid = swe.Grid(10, 4, x=(0.0, 100.0), y=(0.0, 40.0))
+    model = swe.ShallowWater(grid, bed=0.0, sources=[swe.PointSource(50.0, 20.0, 1e306)])
+    state = swe.State.from_surface(model, eta=0.1)
+    with pytest.raises(swe.SimulationError, match="NaN or inf appeared in the state"):
+        swe.simulate(model, state, t_end=10.0, save_at=2.0)
+    assert bool(swe.simulate(model, state, t_end=10.0, save_at=2.0, throw=False).failed)
+    speed = model.max_wave_speed(swe.State(h=jnp.full(grid.shape, jnp.nan), hu=0.0, hv=0.0))
+    assert np.isnan(float(speed))
+    assert np.isnan(float(model.stable_time_step(
+        swe.State(h=jnp.full(grid.shape, jnp.nan), hu=0.0, hv=0.0), 0.45)))
+    assert np.isinf(float(model.stable_time_step(
+        swe.State(h=jnp.zeros(grid.shape), hu=0.0, hv=0.0), 0.45)))  # dry: no bound
+
+
+def test_failure_under_eager_grad_is_a_simulation_error():
+    """``jax.grad`` outside jit: the failure is known while tracing, and is raised as a
+    SimulationError with its time and step (once a TracerArrayConversionError)."""
+    grid = swe.Grid(12)
+
+    def loss(n):
+        m = swe.ShallowWater(grid, bed=0.0, friction=swe.Manning(n))
+        s = swe.State.from_surface(m, eta=jnp.where(jnp.arange(12) < 6, 1.0, 0.5)[None, :])
+        return swe.simulate(m, s, t_end=5.0, max_steps=2).final.h.sum()
+
+    with pytest.raises(swe.SimulationError, match="max_steps=2") as info:
+        jax.grad(loss)(0.03)
+    assert info.value.step == 2 and info.value.time > 0
 
 
 def test_throw_false_returns_the_failure_instead_of_raising():
