@@ -128,6 +128,12 @@ class Inflow(AbstractBoundary):
 
     def __init__(self, discharge):
         self.discharge = _check_edge_value("discharge", discharge)
+        if not callable(discharge) and is_concrete(self.discharge) and np.any(
+                np.asarray(self.discharge) < 0.0):
+            raise ValueError(f"discharge={discharge!r} has a negative value "
+                             f"{float(np.min(np.asarray(self.discharge)))!r}; an inflow's "
+                             "discharge is >= 0 (m^2/s into the domain; use swe.Outflow() "
+                             "for water leaving)")
 
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
         q = jnp.maximum(_edge_value(self.discharge, t, axis), 0.0)

@@ -500,7 +500,11 @@ class ShallowWater(eqx.Module):
         self.wind = None if wind is None else wind.with_shape(grid.shape)
         if isinstance(sources, AbstractMassSource):
             sources = (sources,)
-        sources = tuple(sources)
+        try:
+            sources = tuple(() if sources is None else sources)
+        except TypeError:
+            raise ValueError(f"sources={sources!r} is invalid; expected a sequence of "
+                             "swe.Rain(...) and swe.PointSource(...) entries") from None
         for s in sources:
             if not isinstance(s, AbstractMassSource):
                 raise ValueError(f"sources contains {s!r}; expected swe.Rain(...) or "
@@ -515,10 +519,26 @@ class ShallowWater(eqx.Module):
         if not isinstance(scheme, FiniteVolume):
             raise ValueError(f"scheme={scheme!r} is invalid; expected swe.FiniteVolume(...)")
         self.scheme = scheme
+        self._check_swept_widths()
         self.h_dry = jnp.asarray(check_finite_scalar("h_dry", h_dry, lower=0.0, lower_open=True))
         self.decomposition = decomposition
 
     # --- helpers -------------------------------------------------------------------------
+
+    def _check_swept_widths(self):
+        """A direction that carries fluxes needs as many cells as the scheme has ghost
+        cells (the boundary fills mirror that many): ValueError naming it otherwise."""
+        ng = self.scheme.ghost_cells
+        for axis in self._sweeps():
+            name, n, sides = (("nx", self.grid.nx, "west and east") if axis == 1
+                              else ("ny", self.grid.ny, "south and north"))
+            if n < ng:
+                raise ValueError(
+                    f"{name}={n} is too small for the scheme (reconstruction="
+                    f"{self.scheme.reconstruction!r}, limiter={self.scheme.limiter!r}): a "
+                    f"direction that carries fluxes needs at least {ng} cells; use more "
+                    "cells, reconstruction='first_order' (1 cell), or walls, outflows or "
+                    f"periodic {sides} sides on a one-cell direction")
 
     def _sweeps(self) -> tuple[int, ...]:
         """Axes that carry fluxes. A direction one cell wide whose two sides are walls,

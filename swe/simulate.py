@@ -44,7 +44,12 @@ class Result(eqx.Module):
     failed: Array | bool = False
 
     def frame(self, index: int) -> State:
-        """The state at output ``index``."""
+        """The state at output ``index`` (IndexError outside ``-n .. n - 1``; JAX's own
+        indexing would clamp it to the nearest frame)."""
+        n = self.states.h.shape[-3]
+        if isinstance(index, (int, np.integer)) and not -n <= index < n:
+            raise IndexError(f"index={index} is out of range for {n} output frames; "
+                             f"expected -{n} .. {n - 1}")
         return jax.tree.map(lambda x: x[index], self.states)
 
     @property
@@ -65,16 +70,28 @@ class Result(eqx.Module):
         return to_dataset(self, start_time=start_time, attrs=attrs)
 
 
+# More output times than this is a units slip (an interval in ms or ns), and
+# simulate would allocate a frame for each before it starts.
+MAX_OUTPUTS = 1_000_000
+
+
 def output_times(save_at, t0: float, t_end: float) -> np.ndarray:
     """Output times from an interval (float) or a sequence; always within ``[t0, t_end]``."""
     if save_at is None:
         return np.array([t0, t_end])
+    if isinstance(save_at, (str, bytes, bool)):
+        raise ValueError(f"save_at={save_at!r} is invalid; expected a positive interval (s) "
+                         "or a list of times in [t0, t_end]")
     if np.ndim(save_at) == 0:
         interval = float(save_at)
         if not (math.isfinite(interval) and interval > 0):
             raise ValueError(f"save_at={save_at!r} is invalid; expected a positive interval (s) "
                              "or a list of times in [t0, t_end]")
         n = math.floor((t_end - t0) / interval * (1 + 1e-12))
+        if n > MAX_OUTPUTS:
+            raise ValueError(f"save_at={save_at!r} gives {n + 1:.3g} output times over "
+                             f"[{t0!r}, {t_end!r}]; at most {MAX_OUTPUTS:,} (the interval is "
+                             "in seconds)")
         times = t0 + interval * np.arange(n + 1)
         if t_end - times[-1] > 1e-9 * max(abs(t_end), 1.0):
             times = np.append(times, t_end)

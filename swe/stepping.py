@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from diffrax import RESULTS
 from jaxtyping import Array
 
+from .errors import check_finite_scalar
 from .model import ShallowWater
 from .state import State, desingularised_velocity, safe_sqrt
 
@@ -57,7 +58,14 @@ class Envelopes(eqx.Module):
 
 # Envelopes.start as one compiled call: a dozen eager operations otherwise, each a dispatch
 # of its own (on an accelerator, more than a small run's steps cost).
-start_envelopes = jax.jit(Envelopes.start)
+_start_envelopes = jax.jit(Envelopes.start)
+
+
+def start_envelopes(t0, state: State, threshold, h_dry) -> Envelopes:
+    """The envelopes at ``t0``; ``threshold`` (``arrival_threshold``, m) must be a finite
+    depth >= 0 (ValueError naming it): a negative one marks dry land as reached."""
+    threshold = check_finite_scalar("arrival_threshold", threshold, lower=0.0)
+    return _start_envelopes(t0, state, threshold, h_dry)
 
 
 class Tracked(eqx.Module):

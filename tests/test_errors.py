@@ -56,6 +56,26 @@ def _state():
         (lambda: swe.PointSource(100.0, 1.0, 1.0).with_shape(GRID), r"point \(100.0, 1.0\) is outside the grid"),
         (lambda: _model(friction="manning"), r"friction='manning' is invalid; expected None, swe.Manning"),
         (lambda: swe.simulate(_model(), _state(), 1.0, dtype="float16"), r"dtype='float16' is not supported"),
+        (lambda: swe.Inflow(-0.5), r"discharge=-0.5 has a negative value -0.5; an inflow"),
+        (lambda: swe.Inflow([0.1, -0.2]), r"has a negative value -0.2"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, arrival_threshold=-1.0),
+         r"arrival_threshold=-1.0 is invalid"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, arrival_threshold="x"),
+         r"arrival_threshold='x' is invalid; expected a finite real number"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, save_at=1e-9),
+         r"save_at=1e-09 gives 1e\+09 output times over \[0.0, 1.0\]; at most 1,000,000"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, save_at="0.5"),
+         r"save_at='0.5' is invalid; expected a positive interval"),
+        (lambda: _model(sources=5), r"sources=5 is invalid; expected a sequence of swe.Rain"),
+        # A direction that carries fluxes needs the scheme's ghost cells (once a slicing
+        # TypeError deep inside the boundary fill).
+        (lambda: swe.ShallowWater(swe.Grid(8, 2), scheme=swe.FiniteVolume(limiter="thinc-bvd")),
+         r"ny=2 is too small for the scheme \(reconstruction='muscl', limiter='thinc-bvd'\): "
+         r"a direction that carries fluxes needs at least 3 cells"),
+        (lambda: swe.ShallowWater(swe.Grid(1, 4), boundaries=swe.Boundaries(
+            west=swe.Inflow(0.1), east=swe.Outflow())), r"nx=1 is too small .* at least 2 cells"),
+        (lambda: swe.ShallowWater(swe.Grid(8, 1), boundaries=swe.Boundaries(
+            south=swe.Stage(1.0))), r"ny=1 is too small"),
     ],
 )
 def test_bad_input_names_argument_value_and_what_is_accepted(build, match):
@@ -118,3 +138,26 @@ def test_values_are_checked_on_the_host_or_where_they_live(checked_where):
     from swe.errors import _index
     assert _index(50000, 3, (50001, 50000)) == (50000, 3)
     assert (len(calls) > 0) == (where == "device")
+
+
+def test_small_grids_that_the_scheme_can_take_run():
+    """One cell across with walls (no fluxes that way), two for MUSCL, one for first
+    order even with a stage on that side; no sources given as None."""
+    cases = [(swe.Grid(1, 4), {}), (swe.Grid(2, 2), {}),
+             (swe.Grid(8, 1), dict(boundaries=swe.Boundaries(south=swe.Stage(1.0)),
+                                   scheme=swe.FiniteVolume(reconstruction="first_order"))),
+             (swe.Grid(3, 3), dict(scheme=swe.FiniteVolume(limiter="thinc-bvd"),
+                                   sources=None))]
+    for grid, kw in cases:
+        model = swe.ShallowWater(grid, **kw)
+        r = swe.simulate(model, swe.State.from_surface(model, eta=1.0), t_end=0.2,
+                         envelopes=False)
+        assert np.isfinite(np.asarray(r.final.h)).all(), (grid, kw)
+
+
+def test_frame_index_out_of_range():
+    r = swe.simulate(_model(), _state(), 1.0, save_at=0.5)
+    assert np.asarray(r.frame(-3).h).shape == (6, 8)
+    for index in (3, -4):
+        with pytest.raises(IndexError, match=f"index={index} is out of range for 3 output"):
+            r.frame(index)
