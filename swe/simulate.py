@@ -146,6 +146,23 @@ class _Run:
     settings: dict
 
 
+# The run's clock is kept in its dtype: it must tell at least this many instants apart
+# over [t0, t_end] (2^17). float32 does from t0 = 0 for any length (about 2^23 / 2); far
+# from zero it does not: from t0 = 1e6 s two float32 times are 0.0625 s apart, and a
+# 3 s dam break took 2 steps instead of 26.
+MIN_TIME_RESOLUTION = 2**17
+
+
+def _check_time_resolution(t0: float, t_end: float, dtype) -> None:
+    spacing = float(np.spacing(np.asarray(max(abs(t0), abs(t_end)), dtype)))
+    if spacing * MIN_TIME_RESOLUTION > t_end - t0:
+        raise ValueError(
+            f"t0={t0!r}, t_end={t_end!r} in {np.dtype(dtype).name}: times there are "
+            f"{spacing:.3g} s apart, too coarse for a run {t_end - t0:.3g} s long (steps and "
+            "output times would be rounded); count t0 from 0 (the calendar date goes in "
+            "to_xarray's start_time) or use float64")
+
+
 def default_cfl(integrator: str) -> float:
     """The CFL number used when none is given: the solver's own ``default_cfl`` (0.9 for
     the split schemes, whose sweeps are each stable to 1; 0.45 for the unsplit SSP
@@ -182,6 +199,7 @@ def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_
                              'jax.config.update("jax_enable_x64", True) before building arrays')
         dtype = jnp.dtype(name)
     dtype = jnp.dtype(dtype)
+    _check_time_resolution(t0, t_end, dtype)
     if not state_checked:
         state0 = _check_state(state0, model, dtype)
     times = output_times(save_at, t0, t_end)

@@ -66,6 +66,9 @@ def _state():
          r"save_at=1e-09 gives 1e\+09 output times over \[0.0, 1.0\]; at most 1,000,000"),
         (lambda: swe.simulate(_model(), _state(), 1.0, save_at="0.5"),
          r"save_at='0.5' is invalid; expected a positive interval"),
+        (lambda: swe.simulate(_model(), _state(), 1e6 + 3.0, t0=1e6, dtype="float32"),
+         r"t0=1000000.0, t_end=1000003.0 in float32: times there are 0.0625 s apart, too "
+         r"coarse for a run 3 s long"),
         (lambda: _model(sources=5), r"sources=5 is invalid; expected a sequence of swe.Rain"),
         # A direction that carries fluxes needs the scheme's ghost cells (once a slicing
         # TypeError deep inside the boundary fill).
