@@ -491,7 +491,8 @@ def _raise_failure(result, ts, ys, num_steps, max_steps):
     if result == diffrax.RESULTS.dt_min_reached:
         last = jax.tree.map(lambda x: x[np.isfinite(ts).sum() - 1], ys)
         finite = all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(last))
-        why = ("the time step collapsed below dt_min (velocities exploded)" if finite
+        why = ("the time step collapsed below dt_min (velocities exploded), or a fixed dt "
+               "passed the CFL limit (a Courant number above 1)" if finite
                else "NaN or inf appeared in the state")
         raise SimulationError(
             f"the run blew up at t={t_fail:.6g} s, step {step}: {why}; reduce cfl or dt, or "

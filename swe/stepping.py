@@ -354,5 +354,8 @@ class FixedController(AbstractLandingController):
     dt_min: Array
 
     def proposed_dt(self, t, y, args):
-        # The wave speed is only looked at for NaN: the blow-up check.
-        return jnp.where(jnp.isnan(self.model.max_wave_speed(state_of(y))), jnp.nan, self.dt)
+        # The wave speed is looked at for the blow-up check: NaN in the state, or the fixed
+        # step past the CFL limit (Courant number above 1, where no scheme here is stable;
+        # the positivity limiter keeps such a run finite, so it returned garbage silently).
+        limit = self.model.stable_time_step(state_of(y), 1.0)
+        return jnp.where(jnp.isnan(limit) | (self.dt > limit), jnp.nan, self.dt)
