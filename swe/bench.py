@@ -196,6 +196,22 @@ def set_threads(threads: int) -> None:
     os.sched_setaffinity(0, cores[:threads])
 
 
+def _positive(kind):
+    """An argparse type: a number of ``kind`` above 0 (else one line, exit 2)."""
+    def parse(text):
+        import argparse
+
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is invalid; expected a number > 0")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def add_scheme_arguments(p) -> None:
     """``--riemann``, ``--reconstruction`` and ``--limiter``, defaulting to the default
     :class:`~swe.FiniteVolume` (values are checked when the scheme is built)."""
@@ -221,9 +237,9 @@ def add_arguments(p) -> None:
                    help="CFL number (default 0.45; 0.9 with --integrator split or strang)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs after the compiling one")
     p.add_argument("--t-end", type=float, default=T_END)
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--threads", type=_positive(int), default=None,
                    help="pin to this many CPU cores (default: all available)")
-    p.add_argument("--stream", type=float, default=None, metavar="GB/s",
+    p.add_argument("--stream", type=_positive(float), default=None, metavar="GB/s",
                    help="STREAM triad bandwidth for the roofline fraction "
                         "(scripts/stream_triad.py measures it)")
 

@@ -97,6 +97,8 @@ def test_run_with_the_split_schemes_and_the_roe_flux(tmp_path, name, params, int
     (["run", "missing_file.py"], "does not exist"),
     (["plot", "missing.nc"], "does not exist"),
     (["frobnicate"], "invalid choice"),
+    (["bench", "--stream", "-5"], "argument --stream: '-5' is invalid; expected a number > 0"),
+    (["bench", "--threads", "0"], "argument --threads: '0' is invalid; expected a number > 0"),
 ])
 def test_bad_input_exits_2_with_one_line(args, needle):
     p = swe_cmd(*args)

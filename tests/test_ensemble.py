@@ -139,6 +139,10 @@ def test_cli_ensemble_writes_one_file_with_an_ensemble_dimension(tmp_path):
     ref = swe.simulate(single.model, single.state0, single.t_end, single.save_at)
     np.testing.assert_allclose(ds.h.isel(ensemble=1).values, np.asarray(ref.states.h),
                                rtol=1e-13, atol=0)
+    figure = tmp_path / "member.png"  # swe plot takes one member of such a file
+    p = subprocess.run([sys.executable, "-m", "swe", "plot", str(out), "--member", "2", "-o",
+                        str(figure)], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0 and figure.stat().st_size > 10_000, p.stderr
     bad = subprocess.run(cmd[:-4] + ["--ensemble", "h_left=a,b"], capture_output=True,
                          text=True, env=env, timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
