@@ -148,7 +148,7 @@ def test_cli_ensemble_writes_one_file_with_an_ensemble_dimension(tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "--ensemble" in bad.stderr
     # Members that would need different run lengths cannot share one compiled run.
-    mixed = subprocess.run(cmd[:-4] + ["--ensemble", "t_end=4,5", "-o", str(tmp_path / "m.nc")],
+    mixed = subprocess.run(cmd[:7] + ["--ensemble", "t_end=4,5", "-o", str(tmp_path / "m.nc")],
                            capture_output=True, text=True, env=env, timeout=120)
     assert mixed.returncode == 2 and len(mixed.stderr.strip().splitlines()) == 1
     assert "changes the run length" in mixed.stderr and not (tmp_path / "m.nc").exists()
