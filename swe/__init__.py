@@ -13,7 +13,7 @@ from .errors import SimulationError
 from .grid import Grid
 from .scenario import Gauge, Scenario
 from .model import FiniteVolume, ShallowWater
-from .simulate import Result, simulate
+from .simulate import Result, iterate, simulate
 from .sources import (BetaPlane, Chezy, FPlane, LinearDrag, Manning, PointSource, Rain,
                       WindStress)
 from .state import State
@@ -21,7 +21,7 @@ from .state import State
 __all__ = [
     "Boundaries", "BetaPlane", "Gauge", "Scenario", "Chezy", "FiniteVolume", "FPlane", "Grid", "Inflow",
     "LinearDrag", "Manning", "Outflow", "Periodic", "PointSource", "Rain", "Result",
-    "ShallowWater", "SimulationError", "Stage", "State", "Wall", "WindStress", "simulate",
+    "ShallowWater", "SimulationError", "Stage", "State", "Wall", "WindStress", "simulate", "iterate",
     "simulate_ensemble", "iterate_ensemble", "EnsembleResult", "enable_compilation_cache",
     "__version__",
 ]

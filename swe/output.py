@@ -44,8 +44,9 @@ VARIABLES: dict[str, dict[str, str]] = {
                       cell_methods="time: maximum"),
     # No standard name: CF's "time" needs units "seconds since <epoch>", which readers
     # decode into dates; this is a duration in seconds (the IOOS checker flagged "time").
-    "arrival_time": dict(long_name="first time the depth exceeded the arrival threshold, "
-                                   "seconds after the start of the run (NaN: never)",
+    "arrival_time": dict(long_name="simulated time at which the depth first exceeded the "
+                                   "arrival threshold, in seconds like the time coordinate "
+                                   "(t0 if wet from the start; NaN: never)",
                          units="s"),
     "gauge": dict(long_name="gauge name", cf_role="timeseries_id"),
     "gauge_x": dict(standard_name="projection_x_coordinate", long_name="gauge x", units="m"),
