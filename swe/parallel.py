@@ -154,8 +154,13 @@ def make_mesh(mesh, grid):
         shape = _parse_shape(mesh)
         count = shape[0] * shape[1]
         if count > len(devices):
-            raise ValueError(f"mesh={mesh!r} needs {count} devices; {len(devices)} are "
-                             f"available ({devices[0].platform})")
+            cpu = devices[0].platform == "cpu"
+            raise ValueError(
+                f"mesh={mesh!r} needs {count} devices; {len(devices)} "
+                f"{'is' if len(devices) == 1 else 'are'} available ({devices[0].platform})"
+                + ("; on a CPU, `swe run --devices N` or XLA_FLAGS="
+                   "--xla_force_host_platform_device_count=N (set before JAX starts) makes "
+                   "N host devices" if cpu else ""))
         mesh = jax.sharding.Mesh(np.array(devices[:count]).reshape(shape), ("y", "x"),
                                  axis_types=(jax.sharding.AxisType.Auto,) * 2)
     ny, nx = grid.shape
@@ -174,7 +179,7 @@ def auto_mesh(devices: int, grid) -> tuple[int, int]:
     nearly square blocks (the shortest halos)."""
     if devices < 1 or devices > len(jax.devices()):
         raise ValueError(f"devices={devices} is invalid; expected 1..{len(jax.devices())} "
-                         f"(the devices available)")
+                         f"(the devices available; on a CPU, swe run --devices N makes N)")
     ny, nx = grid.shape
     shapes = [(a, devices // a) for a in range(1, devices + 1) if devices % a == 0
               and ny % a == 0 and nx % (devices // a) == 0]

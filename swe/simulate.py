@@ -300,8 +300,9 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
     time and step) if the state becomes NaN/inf or the step collapses. Under ``jax.jit`` or
     ``jax.grad`` the failure is raised by ``equinox.error_if`` at run time instead.
     """
-    if not isinstance(throw, bool):
+    if not isinstance(throw, (bool, np.bool_)):
         raise ValueError(f"throw={throw!r} is invalid; expected True or False")
+    throw = bool(throw)
     run = _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
                    dt_min, dt_max)
     checkpoints = check_positive_int("checkpoints", checkpoints)
