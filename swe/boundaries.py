@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .errors import is_concrete
+from .errors import check_forcing_output, is_concrete
 from .state import desingularised_velocity, safe_sqrt
 
 SIDES = ("west", "east", "south", "north")
@@ -48,9 +48,22 @@ def _check_edge_value(name: str, value):
     return arr
 
 
-def _edge_value(value, t, axis):
-    v = jnp.asarray(value(t) if callable(value) else value)
-    # A 1-D profile runs along the edge, i.e. across the normal axis.
+def _edge_value(value, t, axis, name="value", shape=None):
+    """The value at ``t`` as an array over the edge cells (a 1-D profile runs along the
+    edge, i.e. across the normal axis). A function's result is checked while tracing: a
+    number or a 1-D array (of the edge's cells, when ``shape``, theirs, is given)."""
+    if callable(value):
+        out = value(t)
+        expected = "a number or a 1-D array along the edge" + (
+            f" ({shape[1 - axis]} cells)" if shape is not None else "")
+        ndim = np.ndim(out)
+        if ndim > 1:
+            raise ValueError(f"{name}(t) returned an array of shape {np.shape(out)}; "
+                             f"expected {expected}")
+        v = check_forcing_output(name, out, None if ndim == 0 else (
+            (shape[1 - axis],) if shape is not None else np.shape(out)), expected)
+    else:
+        v = jnp.asarray(value)
     return jnp.expand_dims(v, axis) if v.ndim == 1 else v
 
 
@@ -136,7 +149,7 @@ class Inflow(AbstractBoundary):
                              "for water leaving)")
 
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
-        q = jnp.maximum(_edge_value(self.discharge, t, axis), 0.0)
+        q = jnp.maximum(_edge_value(self.discharge, t, axis, "discharge", edge[0].shape), 0.0)
         invariant = _outgoing_invariant(edge, side, g, h_dry)
         qq = q * q / g
         h = jnp.maximum(edge[0], jnp.where(qq > 0.0, jnp.cbrt(jnp.where(qq > 0.0, qq, 1.0)), 0.0))
@@ -175,7 +188,7 @@ class Stage(AbstractBoundary):
         self.eta = _check_edge_value("eta", eta)
 
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
-        eta = _edge_value(self.eta, t, axis)
+        eta = _edge_value(self.eta, t, axis, "eta", edge[0].shape)
         h_e, _, qt_e = edge
         h = jnp.maximum(eta - bed_ghost, 0.0)
         w = _outgoing_invariant(edge, side, g, h_dry) - 2.0 * safe_sqrt(g * h)

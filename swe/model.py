@@ -650,11 +650,11 @@ class ShallowWater(eqx.Module):
             f = self.coriolis.parameter(self.grid).astype(state.h.dtype)
             dhu, dhv = add(dhu, f * state.hv), add(dhv, -f * state.hu)
         if self.wind is not None:
-            ax, ay = self.wind.acceleration(t)
+            ax, ay = self.wind.acceleration(t, state.h.shape)
             wet = state.h > self.h_dry
             dhu, dhv = add(dhu, jnp.where(wet, ax, 0.0)), add(dhv, jnp.where(wet, ay, 0.0))
         for source in self.sources:
-            dh = add(dh, source.rate(t, self.grid))
+            dh = add(dh, source.rate(t, self.grid, state.h.shape))
         return dh, dhu, dhv
 
     @staticmethod

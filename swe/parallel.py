@@ -283,7 +283,7 @@ class _CellSource(eqx.Module):
     indicator: jax.Array
     discharge: object
 
-    def rate(self, t, grid):
+    def rate(self, t, grid, shape=None):
         q = jnp.asarray(self.discharge(t) if callable(self.discharge) else self.discharge)
         return self.indicator * (q / grid.cell_area)
 

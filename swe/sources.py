@@ -12,7 +12,7 @@ import abc
 import equinox as eqx
 import jax.numpy as jnp
 
-from .errors import check_field, check_finite_scalar
+from .errors import check_field, check_finite_scalar, check_forcing_output
 
 
 def _coefficient(name, value, shape=None):
@@ -26,8 +26,14 @@ def _coefficient(name, value, shape=None):
     return check_field(name, value, shape, nonnegative=True)
 
 
-def _forcing(value, t):
-    return value(t) if callable(value) else value
+def _forcing(value, t, name=None, shape=None):
+    """``value(t)`` for a function of t (checked: a number, or an array of ``shape``),
+    else ``value``."""
+    if not callable(value):
+        return value
+    expected = ("a number" if shape is None
+                else f"a number or an array of the grid's shape {tuple(shape)}")
+    return check_forcing_output(name, value(t), shape, expected)
 
 
 # --- bottom friction -------------------------------------------------------------------
@@ -158,8 +164,9 @@ class WindStress(eqx.Module):
             self.rho_water,
         )
 
-    def acceleration(self, t):
-        return _forcing(self.tau_x, t) / self.rho_water, _forcing(self.tau_y, t) / self.rho_water
+    def acceleration(self, t, shape=None):
+        return (_forcing(self.tau_x, t, "tau_x", shape) / self.rho_water,
+                _forcing(self.tau_y, t, "tau_y", shape) / self.rho_water)
 
 
 def _field_or_scalar(name, value):
@@ -176,7 +183,7 @@ class AbstractMassSource(eqx.Module):
     """A source of water depth, ``dh/dt`` in m/s."""
 
     @abc.abstractmethod
-    def rate(self, t, grid):
+    def rate(self, t, grid, shape=None):
         """``dh/dt`` (m/s): a scalar or an ``(ny, nx)`` field at time ``t``."""
 
     @abc.abstractmethod
@@ -196,8 +203,8 @@ class Rain(AbstractMassSource):
     def __init__(self, intensity):
         self.intensity = intensity if callable(intensity) else _field_or_scalar("intensity", intensity)
 
-    def rate(self, t, grid):
-        return _forcing(self.intensity, t)
+    def rate(self, t, grid, shape=None):
+        return _forcing(self.intensity, t, "intensity", shape or grid.shape)
 
     def with_shape(self, grid):
         if callable(self.intensity):
@@ -221,9 +228,9 @@ class PointSource(AbstractMassSource):
         self.discharge = discharge if callable(discharge) else jnp.asarray(
             check_finite_scalar("discharge", discharge))
 
-    def rate(self, t, grid):
+    def rate(self, t, grid, shape=None):
         j, i = grid.cell_index(self.x, self.y)
-        q = jnp.asarray(_forcing(self.discharge, t))
+        q = jnp.asarray(_forcing(self.discharge, t, "discharge"))
         return jnp.zeros(grid.shape, q.dtype).at[j, i].set(q / grid.cell_area)
 
     def with_shape(self, grid):

@@ -69,6 +69,17 @@ def _state():
         (lambda: swe.simulate(_model(), _state(), 1e6 + 3.0, t0=1e6, dtype="float32"),
          r"t0=1000000.0, t_end=1000003.0 in float32: times there are 0.0625 s apart, too "
          r"coarse for a run 3 s long"),
+        # A forcing function's result is checked while tracing (once raw JAX shape errors).
+        (lambda: swe.simulate(_model(sources=[swe.Rain(lambda t: np.ones((3, 3)))]),
+                              _state(), 1.0),
+         r"intensity\(t\) returned an array of shape \(3, 3\); expected a number or an "
+         r"array of the grid's shape \(6, 8\)"),
+        (lambda: swe.simulate(_model(boundaries=swe.Boundaries(
+            west=swe.Inflow(lambda t: np.ones(7)))), _state(), 1.0),
+         r"discharge\(t\) returned an array of shape \(7,\); expected a number or a 1-D "
+         r"array along the edge \(6 cells\)"),
+        (lambda: swe.simulate(_model(sources=[swe.PointSource(4.0, 3.0, lambda t: "x")]),
+                              _state(), 1.0), r"discharge\(t\) returned 'x'; expected a number"),
         (lambda: _model(sources=5), r"sources=5 is invalid; expected a sequence of swe.Rain"),
         # A direction that carries fluxes needs the scheme's ghost cells (once a slicing
         # TypeError deep inside the boundary fill).
