@@ -120,6 +120,12 @@ def _stack(trees):
             out.append(column[0])
             axes.append(None)
             continue
+        if any(callable(x) for x in column):
+            raise ValueError(
+                "ensemble members differ in a function (a forcing given as a function of t, "
+                f"such as {column[1]!r}); members may only differ in array values: give "
+                "each member the same function (its values can come from an array in it), "
+                "or run the members with swe.simulate one by one")
         if all(_equal(x, column[0]) for x in column[1:]):
             out.append(column[0])
             axes.append(None)

@@ -80,6 +80,10 @@ def _state():
          r"array along the edge \(6 cells\)"),
         (lambda: swe.simulate(_model(sources=[swe.PointSource(4.0, 3.0, lambda t: "x")]),
                               _state(), 1.0), r"discharge\(t\) returned 'x'; expected a number"),
+        (lambda: swe.simulate_ensemble(
+            [_model(sources=[swe.Rain(lambda t: 1e-5)]),
+             _model(sources=[swe.Rain(lambda t: 2e-5)])], _state(), 1.0),
+         r"ensemble members differ in a function"),
         (lambda: _model(sources=5), r"sources=5 is invalid; expected a sequence of swe.Rain"),
         # A direction that carries fluxes needs the scheme's ghost cells (once a slicing
         # TypeError deep inside the boundary fill).
