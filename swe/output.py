@@ -69,8 +69,21 @@ def attrs(name: str) -> dict[str, str]:
     return dict(VARIABLES[name])
 
 
+def check_start_time(start_time) -> np.datetime64:
+    """``start_time`` as a datetime (ValueError naming it otherwise). Times without a zone
+    are taken as UTC; a zone suffix (``Z``, ``+01:00``) is refused, as NumPy drops it."""
+    text = str(start_time)
+    try:
+        if text.endswith("Z") or "+" in text[10:] or text[10:].count("-"):
+            raise ValueError
+        return np.datetime64(text, "s")
+    except ValueError:
+        raise ValueError(f"start_time={start_time!r} is invalid; expected an ISO 8601 date "
+                         "and time without a zone, such as '2000-01-01T00:00:00' (UTC)") from None
+
+
 def time_units(start_time: str) -> str:
-    return f"seconds since {np.datetime64(start_time, 's').astype(str).replace('T', ' ')}"
+    return f"seconds since {check_start_time(start_time).astype(str).replace('T', ' ')}"
 
 
 def frame_fields(model, state) -> dict[str, np.ndarray]:
@@ -150,7 +163,7 @@ def _skeleton(model, gauges, start_time, attributes, dtype, times, fields, envel
         value = envelopes[name] if envelopes else np.full((ny, nx), np.nan, dtype)
         data[name] = (("y", "x"), value, attrs(name))
     coords = {
-        "time": ("time", np.datetime64(start_time, "ns")
+        "time": ("time", check_start_time(start_time).astype("datetime64[ns]")
                  + (np.asarray(times, np.float64) * 1e9).round().astype("timedelta64[ns]"),
                  attrs("time")),
         "y": ("y", np.asarray(grid.yc), attrs("y")),

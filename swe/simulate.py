@@ -180,6 +180,11 @@ def _prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_
         raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater")
     integrator = check_choice("integrator", integrator, INTEGRATORS)
     cfl = default_cfl(integrator) if cfl is None else cfl
+    for name, value in (("t0", t0), ("t_end", t_end)):
+        if not is_concrete(value):
+            raise ValueError(f"{name} is traced (an argument of jit or grad); it must be a "
+                             "concrete number: it fixes the output times and the landing "
+                             "stops. Close over it, or mark it static")
     t0 = float(check_finite_scalar("t0", t0))
     t_end = float(check_finite_scalar("t_end", t_end, lower=t0, lower_open=True))
     cfl = check_finite_scalar("cfl", cfl, lower=0.0, upper=1.0, lower_open=True)
@@ -466,8 +471,17 @@ def _check_gauges(gauges, model):
     from .scenario import Gauge
 
     out = []
+    if isinstance(gauges, Gauge):
+        gauges = (gauges,)
     for g in gauges:
-        g = g if isinstance(g, Gauge) else Gauge(*g)
+        if not isinstance(g, Gauge):
+            ok = (isinstance(g, (tuple, list)) and len(g) == 3 and isinstance(g[0], str)
+                  and all(isinstance(c, (int, float, np.integer, np.floating))
+                          and not isinstance(c, bool) for c in g[1:]))
+            if not ok:
+                raise ValueError(f"gauges contains {g!r}; expected swe.Gauge(name, x, y) or "
+                                 "(name, x, y) entries: a name and two coordinates in m")
+            g = Gauge(*g)
         model.grid.cell_index(g.x, g.y)
         out.append(g)
     return tuple(out)

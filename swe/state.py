@@ -81,6 +81,9 @@ class State(eqx.Module):
 
         Dry cells (``eta <= bed``) get zero depth and zero discharge.
         """
+        if not hasattr(model, "bed") or not hasattr(model, "grid"):
+            raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater (its "
+                             "bed gives the depth below the surface)")
         shape = model.grid.shape
         eta = check_field("eta", eta, shape)
         u = check_field("u", u, shape)

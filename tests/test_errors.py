@@ -1,5 +1,6 @@
 """Bad input: a ValueError naming the argument, the bad value and what is accepted."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -84,6 +85,14 @@ def _state():
             [_model(sources=[swe.Rain(lambda t: 1e-5)]),
              _model(sources=[swe.Rain(lambda t: 2e-5)])], _state(), 1.0),
          r"ensemble members differ in a function"),
+        (lambda: swe.simulate(_model(), _state(), 1.0, gauges=("a", 1.0, 1.0)),
+         r"gauges contains 'a'; expected swe.Gauge\(name, x, y\) or \(name, x, y\)"),
+        (lambda: swe.State.from_surface(GRID, eta=1.0), r"model=Grid\(.*\) is invalid; "
+                                                        r"expected a swe.ShallowWater"),
+        (lambda: swe.simulate(_model(), _state(), 1.0).to_xarray(start_time="yesterday"),
+         r"start_time='yesterday' is invalid; expected an ISO 8601 date"),
+        (lambda: jax.jit(lambda t_end: swe.simulate(_model(), _state(), t_end).final.h)(1.0),
+         r"t_end is traced \(an argument of jit or grad\); it must be a concrete number"),
         (lambda: _model(sources=5), r"sources=5 is invalid; expected a sequence of swe.Rain"),
         # A direction that carries fluxes needs the scheme's ghost cells (once a slicing
         # TypeError deep inside the boundary fill).
