@@ -21,7 +21,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from . import pallas
-from .errors import SimulationError, check_choice, on_host
+from .errors import SimulationError, check_choice, is_concrete, on_host
 from .model import ShallowWater
 from .simulate import Result, _check_gauges, _prepare, _raise_failure, _solve
 from .state import State
@@ -92,6 +92,8 @@ def _equal(a, b) -> bool:
     (a few bytes to the host, not the fields), else on the host if this process holds them."""
     if jnp.shape(a) != jnp.shape(b) or jnp.result_type(a) != jnp.result_type(b):
         return False
+    if not (is_concrete(a) and is_concrete(b)):
+        return False  # traced (under jit or grad): stacked, not compared
     if not (on_host(a) and on_host(b)) and (
             isinstance(a, jax.Array) and isinstance(b, jax.Array) and a.sharding == b.sharding):
         with jax.ensure_compile_time_eval():
@@ -332,10 +334,17 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
     wall = _time.perf_counter() - start
     n = run.times.size
     last = 0 if only_end else n
-    ok = np.asarray(result == diffrax.RESULTS.successful)
-    for k in range(ens.count):
-        if not ok[k]:
-            _check_member(result, k, ens.labels, ts, ys, num_steps, run.max_steps)
+    failed = result != diffrax.RESULTS.successful
+    if is_concrete(failed):
+        ok = ~np.asarray(jax.lax.stop_gradient(failed))
+        for k in range(ens.count):
+            if not ok[k]:
+                _check_member(result, k, ens.labels, ts, ys, num_steps, run.max_steps)
+    else:  # under jit: checked at run time, as swe.simulate does
+        ys = eqx.error_if(ys, jnp.any(failed),
+                          "swe.simulate_ensemble: a member blew up (NaN/inf in the state or "
+                          "the time step collapsed) or hit max_steps; rerun outside jit to "
+                          "see which, with its simulated time and step")
     members = _split_members(ts, ys, num_steps, count=ens.count, n=n, last=last,
                              envelopes=envelopes)
     results = [Result(model=r.model, times=ts_k, states=states_k, num_steps=steps_k,
