@@ -56,12 +56,9 @@ def _edge_value(value, t, axis, name="value", shape=None):
         out = value(t)
         expected = "a number or a 1-D array along the edge" + (
             f" ({shape[1 - axis]} cells)" if shape is not None else "")
-        ndim = np.ndim(out)
-        if ndim > 1:
-            raise ValueError(f"{name}(t) returned an array of shape {np.shape(out)}; "
-                             f"expected {expected}")
-        v = check_forcing_output(name, out, None if ndim == 0 else (
-            (shape[1 - axis],) if shape is not None else np.shape(out)), expected)
+        along = () if np.ndim(out) == 0 else (
+            (shape[1 - axis],) if shape is not None else np.shape(out)[-1:])
+        v = check_forcing_output(name, out, along, expected)
     else:
         v = jnp.asarray(value)
     return jnp.expand_dims(v, axis) if v.ndim == 1 else v

@@ -311,7 +311,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     import numpy as np
 
     from .ensemble import iterate_ensemble
-    from .output import NetCDFWriter, check_output_path
+    from .output import NetCDFWriter, check_output_path, is_zarr
     from .scenario import build, parse_ensemble
     from .simulate import output_times
 
@@ -323,7 +323,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
         raise _BadInput(f"swe run: {key} is given by --set and by --ensemble; give it once")
     output = check_output_path(f"{Path(name).stem}_ensemble.nc" if args.output is None
                                else args.output)
-    if str(output).rstrip("/").endswith(".zarr"):
+    if is_zarr(output):
         raise _BadInput(f"swe run: -o {output} is invalid with --ensemble; ensembles are "
                         "written as netCDF (give a name ending in .nc)")
     scenarios = [build(name, {**params, key: v}) for v in values]

@@ -108,9 +108,9 @@ def _describe(value) -> str:
     return f"array of shape {arr.shape}"
 
 
-def check_forcing_output(name: str, out, shape: tuple | None, expected: str):
-    """The value a forcing function of ``t`` returned, as an array: numeric, and a scalar
-    (``shape`` None) or broadcastable to ``shape`` (ValueError naming the argument and
+def check_forcing_output(name: str, out, shape: tuple, expected: str):
+    """The value a forcing function of ``t`` returned, as an array: numeric and
+    broadcastable to ``shape`` (``()``: a number; ValueError naming the argument and
     ``expected`` otherwise). Shapes are known while tracing: no cost at run time."""
     try:
         arr = jnp.asarray(out)
@@ -119,8 +119,7 @@ def check_forcing_output(name: str, out, shape: tuple | None, expected: str):
     if arr is None or not jnp.issubdtype(arr.dtype, jnp.number):
         raise ValueError(f"{name}(t) returned {out!r}; expected {expected}")
     try:
-        fits = (arr.ndim == 0 if shape is None
-                else jnp.broadcast_shapes(arr.shape, tuple(shape)) == tuple(shape))
+        fits = jnp.broadcast_shapes(arr.shape, tuple(shape)) == tuple(shape)
     except ValueError:
         fits = False
     if not fits:

@@ -13,6 +13,7 @@ import dataclasses
 import importlib
 import importlib.util
 import inspect
+import numbers
 import pkgutil
 import sys
 from collections.abc import Mapping
@@ -33,6 +34,22 @@ class Gauge(eqx.Module):
     name: str = eqx.field(static=True)
     x: float = eqx.field(static=True)
     y: float = eqx.field(static=True)
+
+    def __check_init__(self):
+        if not isinstance(self.name, str) or not all(
+                isinstance(c, numbers.Real) and not isinstance(c, bool) for c in (self.x, self.y)):
+            raise ValueError(f"gauge ({self.name!r}, {self.x!r}, {self.y!r}) is invalid; "
+                             "expected a name and two coordinates in m")
+
+
+def as_gauge(g) -> Gauge:
+    """A :class:`Gauge` from itself or a ``(name, x, y)`` tuple (ValueError otherwise)."""
+    if isinstance(g, Gauge):
+        return g
+    if isinstance(g, (tuple, list)) and len(g) == 3:
+        return Gauge(*g)
+    raise ValueError(f"gauges contains {g!r}; expected swe.Gauge(name, x, y) or (name, x, y) "
+                     "entries: a name and two coordinates in m")
 
 
 class Scenario(eqx.Module):
@@ -65,7 +82,7 @@ class Scenario(eqx.Module):
         self.save_at = save_at
         gs = []
         for g in gauges:
-            g = g if isinstance(g, Gauge) else Gauge(*g)
+            g = as_gauge(g)
             model.grid.cell_index(g.x, g.y)  # raises if off the grid
             gs.append(g)
         names = [g.name for g in gs]

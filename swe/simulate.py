@@ -468,20 +468,11 @@ class ProgressBar:
 
 
 def _check_gauges(gauges, model):
-    from .scenario import Gauge
+    from .scenario import Gauge, as_gauge
 
     out = []
-    if isinstance(gauges, Gauge):
-        gauges = (gauges,)
-    for g in gauges:
-        if not isinstance(g, Gauge):
-            ok = (isinstance(g, (tuple, list)) and len(g) == 3 and isinstance(g[0], str)
-                  and all(isinstance(c, (int, float, np.integer, np.floating))
-                          and not isinstance(c, bool) for c in g[1:]))
-            if not ok:
-                raise ValueError(f"gauges contains {g!r}; expected swe.Gauge(name, x, y) or "
-                                 "(name, x, y) entries: a name and two coordinates in m")
-            g = Gauge(*g)
+    for g in (gauges,) if isinstance(gauges, Gauge) else gauges:
+        g = as_gauge(g)
         model.grid.cell_index(g.x, g.y)
         out.append(g)
     return tuple(out)

@@ -33,7 +33,7 @@ def _forcing(value, t, name=None, shape=None):
         return value
     expected = ("a number" if shape is None
                 else f"a number or an array of the grid's shape {tuple(shape)}")
-    return check_forcing_output(name, value(t), shape, expected)
+    return check_forcing_output(name, value(t), () if shape is None else shape, expected)
 
 
 # --- bottom friction -------------------------------------------------------------------
