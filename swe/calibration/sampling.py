@@ -1,0 +1,366 @@
+"""MAP fits and NUTS sampling of a :class:`~swe.calibration.likelihood.Posterior`.
+
+NUTS (Hoffman & Gelman 2014) from BlackJAX, tuned by Stan's window adaptation (step size by
+dual averaging, a diagonal mass matrix from the warm-up draws). Chains run vmapped on one
+device, or split over devices (``jax.shard_map``) when several exist, so that a chain
+never waits for another device's trajectories. Each draw's random key is derived from the
+seed, the chain and the draw index alone: the same seed gives the same chains whatever the
+chunking of the progress display or the number of devices.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import sys
+import time
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import check_positive_int
+from .likelihood import Posterior, build_posterior
+
+# Draws of the posterior predictive kept per chain (evenly thinned).
+PREDICTIVE_DRAWS = 100
+
+
+class Counter:
+    """Forward runs and gradients (each gradient is one run and its reverse pass)."""
+
+    def __init__(self):
+        self.forward = 0
+        self.gradient = 0
+
+
+def _check_init(posterior: Posterior, z: jnp.ndarray, what: str):
+    lp = float(jax.jit(posterior.log_density)(z))
+    if not math.isfinite(lp):
+        values = posterior.constrained(z)
+        shown = ", ".join(f"{n}={float(values[n]):.6g}" for n in posterior.names)
+        raise ValueError(f"{what} ({shown}) has log density {lp}: the forward run fails or the "
+                         "parameters lie outside the priors' support; choose another init")
+    return lp
+
+
+def _optimise(posterior: Posterior, z0, counter: Counter, max_steps: int = 200):
+    """Maximise the log posterior in the unconstrained space (BFGS, optimistix)."""
+    import optimistix as optx
+
+    def loss(z, _):
+        return -posterior.log_density(z)
+
+    solver = optx.BFGS(rtol=1e-8, atol=1e-8)
+    sol = optx.minimise(loss, solver, z0, max_steps=max_steps, throw=False)
+    counter.gradient += int(sol.stats["num_steps"]) + 1
+    z = sol.value
+    lp = float(jax.jit(posterior.log_density)(z))
+    counter.forward += 1
+    if not math.isfinite(lp) or lp < float(jax.jit(posterior.log_density)(z0)):
+        return z0
+    return z
+
+
+def _laplace_covariance(posterior: Posterior, z, counter: Counter):
+    """The inverse Hessian of ``-log p`` at ``z`` by central differences of the gradient
+    (2 d gradients), or None where it is not positive definite."""
+    grad = jax.jit(jax.grad(posterior.log_density))
+    d = z.shape[0]
+    eps = 1e-4 * (1.0 + jnp.abs(z))
+    cols = []
+    for k in range(d):
+        e = jnp.zeros(d).at[k].set(eps[k])
+        cols.append((grad(z + e) - grad(z - e)) / (2 * eps[k]))
+    counter.gradient += 2 * d
+    hess = -np.asarray(jnp.stack(cols, axis=1))
+    hess = 0.5 * (hess + hess.T)
+    if not np.all(np.isfinite(hess)):
+        return None
+    try:
+        np.linalg.cholesky(hess)
+    except np.linalg.LinAlgError:
+        return None
+    return np.linalg.inv(hess)
+
+
+def map_estimate(forward, priors, observations, *, noise, init=None, max_steps: int = 200,
+                 base_dir=None) -> dict:
+    """The maximum a posteriori parameters (a dict of floats), by BFGS in the unconstrained
+    space from ``init`` (a dict of values; default the prior medians)."""
+    posterior = build_posterior(forward, priors, observations, noise, probe_values=init,
+                                base_dir=base_dir)
+    z0 = _start(posterior, init)
+    _check_init(posterior, z0, "init")
+    z = _optimise(posterior, z0, Counter(), check_positive_int("max_steps", max_steps))
+    return {n: float(v) for n, v in posterior.constrained(z).items()}
+
+
+def _start(posterior: Posterior, init) -> jnp.ndarray:
+    values = {n: p.median for n, p in posterior.priors.items()}
+    if isinstance(init, Mapping):
+        unknown = [k for k in init if k not in posterior.priors]
+        if unknown:
+            raise ValueError(f"init names {unknown!r}, which are not parameters; expected "
+                             f"some of {list(posterior.names)!r}")
+        for k, v in init.items():
+            if not posterior.priors[k].in_support(float(v)):
+                raise ValueError(f"init[{k!r}]={v!r} lies outside the support of its prior "
+                                 f"{posterior.priors[k]!r}")
+            values[k] = float(v)
+    return posterior.unconstrained(values).astype(posterior.dtype)
+
+
+def _chain_mesh(chains: int, devices):
+    """A 1-D mesh over the devices that share the chains evenly (None: one device)."""
+    devices = jax.devices() if devices is None else list(devices)
+    n = max((d for d in range(1, len(devices) + 1) if chains % d == 0), default=1)
+    if n == 1:
+        return None
+    return jax.sharding.Mesh(np.asarray(devices[:n]), ("chain",),
+                             axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def _over_chains(fn, mesh):
+    """``fn`` of one chain, vmapped over a leading chain axis and split over ``mesh``."""
+    batched = jax.vmap(fn)
+    if mesh is None:
+        return jax.jit(batched)
+    spec = jax.sharding.PartitionSpec("chain")
+    return jax.jit(jax.shard_map(batched, mesh=mesh, in_specs=spec, out_specs=spec,
+                                 check_vma=False))
+
+
+class _Progress:
+    """A one-line bar on a terminal: draws done, divergences, elapsed time."""
+
+    def __init__(self, enabled: bool, stream=None):
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled and bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def note(self, text: str):
+        if self.enabled:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def bar(self, label: str, done: int, total: int, start: float, extra: str = ""):
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(round(width * done / max(total, 1)))
+        self.stream.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+                          f"{time.perf_counter() - start:.0f} s {extra}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int = 500,
+           draws: int = 1000, seed: int = 0, init="map", progress: bool = True,
+           devices=None, base_dir=None, max_doublings: int = 10):
+    """Sample the posterior of ``priors``' parameters given gauge ``observations`` with NUTS.
+
+    * ``forward(params) -> swe.Result``: ``params`` maps each prior's name to a scalar; the
+      run must record the observed gauges (``gauges=``), save frames at the observation
+      times (``save_at=``) and should use ``throw=False`` (a failed run is then a rejected
+      proposal, counted as a divergence, instead of an exception).
+    * ``priors``: ``{name: cal.Normal | cal.LogNormal | cal.Uniform | cal.HalfNormal}``.
+    * ``observations``: an ``xarray.Dataset`` (or a netCDF path) with variables among
+      ``eta, h, u, v`` of dims ``(gauge, time)``; ``time`` in s since the run's start; NaN
+      where missing.
+    * ``noise``: the observation noise: a standard deviation (the variable's units), a prior
+      (inferred as the parameter ``noise``), :class:`~swe.calibration.AR1`, or a dict of
+      these per variable (parameters ``noise_<variable>``).
+    * ``init``: ``"map"`` (chains start around the MAP, spread by its Laplace covariance,
+      which also seeds the warm-up's mass matrix), ``"prior"`` (draws from the priors) or a
+      dict of values.
+    * ``devices``: the devices to split the chains over (default all; chains run vmapped on
+      each).
+
+    Returns an ``xarray.DataTree`` in ArviZ's layout: ``posterior`` (one variable per
+    parameter, dims ``(chain, draw)``), ``sample_stats``, ``observed_data`` and
+    ``posterior_predictive`` (thinned draws, noise included); its attributes hold the wall
+    time and the number of forward runs and gradients.
+    """
+    import blackjax
+
+    chains = check_positive_int("chains", chains)
+    warmup = check_positive_int("warmup", warmup)
+    draws = check_positive_int("draws", draws)
+    max_doublings = check_positive_int("max_doublings", max_doublings)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed={seed!r} is invalid; expected an integer")
+    if not (init in ("map", "prior") or isinstance(init, Mapping)):
+        raise ValueError(f"init={init!r} is invalid; expected 'map', 'prior' or a dict of "
+                         "parameter values")
+    started = time.perf_counter()
+    show = _Progress(progress)
+    counter = Counter()
+    posterior = build_posterior(forward, priors, observations, noise,
+                                probe_values=init if isinstance(init, Mapping) else None,
+                                base_dir=base_dir)
+    counter.forward += 1
+    d = len(posterior.names)
+    key = jax.random.key(seed)
+    k_init, k_warm, k_draw, k_pred = jax.random.split(key, 4)
+    logdensity = jax.jit(posterior.log_density)
+
+    # Starting points, and the Laplace covariance that seeds the mass matrix.
+    cov = None
+    z0 = _start(posterior, init)
+    if init == "map":
+        show.note(f"MAP fit of {d} parameters ...")
+        _check_init(posterior, z0, "the prior median")
+        z0 = _optimise(posterior, z0, counter)
+        cov = _laplace_covariance(posterior, z0, counter)
+    if init == "prior":
+        keys = jax.random.split(k_init, chains)
+        starts = jnp.stack([
+            jnp.stack([p.to_unconstrained(p.sample(jax.random.fold_in(keys[c], k)))
+                       for k, p in enumerate(posterior.priors.values())])
+            for c in range(chains)]).astype(posterior.dtype)
+    else:
+        scale = np.sqrt(np.diag(cov)) if cov is not None else 0.1 * np.ones(d)
+        jitter = jax.random.normal(k_init, (chains, d), posterior.dtype)
+        starts = z0 + jnp.asarray(scale, posterior.dtype) * jitter if chains > 1 else z0[None]
+    for c in range(chains):
+        lp = float(logdensity(starts[c]))
+        counter.forward += 1
+        if not math.isfinite(lp):
+            if init == "map":
+                starts = starts.at[c].set(z0)  # the MAP itself was checked
+            else:
+                _check_init(posterior, starts[c], f"chain {c}'s starting point")
+
+    # Warm-up: Stan's windows, vmapped (or split over devices) across chains.
+    adapt = blackjax.window_adaptation(
+        blackjax.nuts, posterior.log_density, max_num_doublings=max_doublings,
+        initial_inverse_mass_matrix=None if cov is None else jnp.asarray(np.diag(cov)))
+    mesh = _chain_mesh(chains, devices)
+
+    def warm(k, z):
+        (state, params), info = adapt.run(k, z, num_steps=warmup)
+        params = {k: params[k] for k in ("step_size", "inverse_mass_matrix")}
+        return state, params, info.info.num_integration_steps, info.info.is_divergent
+
+    show.note(f"warm-up: {chains} chains x {warmup} steps ...")
+    t_warm = time.perf_counter()
+    state, params, warm_steps, warm_div = _over_chains(warm, mesh)(
+        jax.random.split(k_warm, chains), starts)
+    jax.block_until_ready(state)
+    warm_time = time.perf_counter() - t_warm
+    counter.gradient += int(jnp.sum(warm_steps)) + chains
+    show.note(f"warm-up done in {warm_time:.1f} s ({int(jnp.sum(warm_steps))} gradients)")
+
+    # Sampling, in chunks so that the bar moves.
+    chain_keys = jax.random.split(k_draw, chains)
+
+    def run_chunk(state, params, chain_key, first, n):
+        kernel = blackjax.nuts(posterior.log_density, step_size=params["step_size"],
+                               inverse_mass_matrix=params["inverse_mass_matrix"],
+                               max_num_doublings=max_doublings)
+
+        def body(state, i):
+            state, info = kernel.step(jax.random.fold_in(chain_key, i), state)
+            return state, (state.position, state.logdensity, info.is_divergent,
+                           info.acceptance_rate, info.num_integration_steps,
+                           info.num_trajectory_expansions)
+        return jax.lax.scan(body, state, first + jnp.arange(n))
+
+    # Equal chunks (one compiled function); the few surplus draws of the last are dropped.
+    n_chunks = -(-draws // 50)
+    chunk = -(-draws // n_chunks)
+    chunk_fn = _over_chains(lambda s, p, k, f: run_chunk(s, p, k, f, chunk), mesh)
+    pieces = []
+    t_draw = time.perf_counter()
+    for c in range(n_chunks):
+        firsts = jnp.full((chains,), c * chunk, dtype=jnp.int32)
+        state, out = chunk_fn(state, params, chain_keys, firsts)
+        pieces.append(jax.tree.map(np.asarray, out))
+        divergent = int(sum(p[2].sum() for p in pieces))
+        show.bar("sampling", min((c + 1) * chunk, draws), draws, t_draw,
+                 f"{divergent} divergent")
+    sample_time = time.perf_counter() - t_draw
+    positions, lps, divergent, accept, n_steps, depth = (
+        np.concatenate([p[k] for p in pieces], axis=1)[:, :draws] for k in range(6))
+    counter.gradient += int(n_steps.sum())
+
+    # The posterior predictive at thinned draws, noise included.
+    keep = np.unique(np.linspace(0, draws - 1, min(draws, PREDICTIVE_DRAWS)).round().astype(int))
+    zs = jnp.asarray(positions[:, keep])
+
+    def predict(z, k):
+        pred, failed = posterior.predictions(z)
+        noise_draw = posterior.likelihood.simulate_noise(k, posterior.constrained(z))
+        return {v: jnp.where(failed, jnp.nan, pred[v] + noise_draw[v]) for v in pred}
+
+    pred_keys = jax.random.split(k_pred, chains * keep.size).reshape(chains, keep.size)
+    predictive = jax.jit(jax.vmap(jax.vmap(predict)))(zs, pred_keys)
+    counter.forward += chains * keep.size
+
+    values = {n: np.asarray(v) for n, v in posterior.constrained(jnp.asarray(positions)).items()}
+    stats = dict(diverging=divergent.astype(bool), acceptance_rate=accept,
+                 step_size=np.broadcast_to(np.asarray(params["step_size"])[:, None],
+                                           (chains, draws)).copy(),
+                 n_steps=n_steps.astype(np.int64), tree_depth=depth.astype(np.int64), lp=lps)
+    wall = time.perf_counter() - started
+    attrs = _attrs(counter, wall, warm_time, sample_time, chains, warmup, draws, seed, init,
+                   int(np.asarray(warm_div).sum()), mesh)
+    return _datatree(posterior, values, stats, predictive, keep, attrs)
+
+
+def _attrs(counter, wall, warm_time, sample_time, chains, warmup, draws, seed, init,
+           warm_divergent, mesh) -> dict:
+    import blackjax
+    import xarray
+
+    from .. import __version__
+
+    return {
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "inference_library": "blackjax",
+        "inference_library_version": blackjax.__version__,
+        "sampler": "NUTS with window adaptation",
+        "swe_version": __version__,
+        "jax_version": jax.__version__,
+        "xarray_version": xarray.__version__,
+        "wall_time": wall,
+        "warmup_time": warm_time,
+        "sampling_time": sample_time,
+        "n_forward": counter.forward,
+        "n_gradient": counter.gradient,
+        "chains": chains,
+        "warmup": warmup,
+        "draws": draws,
+        "seed": int(seed),
+        "init": init if isinstance(init, str) else "values",
+        "warmup_divergences": warm_divergent,
+        "devices": 1 if mesh is None else int(mesh.devices.size),
+    }
+
+
+def _datatree(posterior: Posterior, values, stats, predictive, keep, attrs):
+    import xarray as xr
+
+    chains, draws = next(iter(values.values())).shape
+    coords = {"chain": np.arange(chains), "draw": np.arange(draws)}
+    like = posterior.likelihood
+    post = xr.Dataset({n: (("chain", "draw"), v) for n, v in values.items()}, coords=coords,
+                      attrs=attrs)
+    for n, p in posterior.priors.items():
+        post[n].attrs["prior"] = repr(p)
+    sample_stats = xr.Dataset({k: (("chain", "draw"), v) for k, v in stats.items()},
+                              coords=coords, attrs=attrs)
+    obs = posterior.observations
+    ppc = xr.Dataset(
+        {v: (("chain", "draw", "gauge", "time"), np.asarray(predictive[v]))
+         for v in like.variables},
+        coords={"chain": np.arange(chains), "draw": keep, "gauge": obs["gauge"].values,
+                "time": obs["time"].values}, attrs=attrs)
+    for v in like.variables:
+        ppc[v].attrs = dict(obs[v].attrs)
+    tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": sample_stats,
+                                  "observed_data": obs, "posterior_predictive": ppc})
+    tree.attrs = dict(attrs)
+    return tree
