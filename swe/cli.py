@@ -1,4 +1,4 @@
-"""The ``swe`` command: run, validate, bench, list, info, plot. Argument handling and error
+"""The ``swe`` command: run, calibrate, validate, bench, list, info, plot. Argument handling and error
 reporting only; the numerics live elsewhere.
 
 Bad input (an unknown scenario, key, value or file) prints one line and exits with code 2;
@@ -89,6 +89,24 @@ def _parser() -> argparse.ArgumentParser:
                         "its own")
     v.add_argument("--riemann", default=None, help="every case with this Riemann flux")
     v.add_argument("--limiter", default=None, help="every MUSCL case with this limiter")
+
+    c = sub.add_parser("calibrate", help="sample the posterior of a model's parameters given "
+                       "gauge records (NUTS with gradients through the run)")
+    c.add_argument("file", help="a .py file defining forward, priors, observations (and "
+                   "optionally noise), or a built-in twin experiment's name")
+    c.add_argument("--chains", type=int, default=4, help="chains (default 4)")
+    c.add_argument("--warmup", type=int, default=500, help="warm-up steps per chain (default 500)")
+    c.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
+    c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    c.add_argument("-o", "--output", default=None,
+                   help="posterior file (default: <file>_posterior.nc)")
+    c.add_argument("--map-only", action="store_true",
+                   help="only the MAP fit: print it and write nothing")
+    c.add_argument("--precision", choices=("float32", "float64"), default=None,
+                   help="floating-point precision (default: float64 on CPU, float32 on GPU or TPU)")
+    c.add_argument("--devices", type=int, default=None, metavar="N",
+                   help="split the chains over N devices (on a CPU, N host devices are made)")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
 
     b = sub.add_parser("bench", help="the performance benchmark: one JSON line per timed run")
     from .bench import add_arguments
@@ -488,7 +506,75 @@ def cmd_plot(args) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "bench": cmd_bench, "list": cmd_list, "info": cmd_info, "plot": cmd_plot,
+def cmd_calibrate(args) -> int:
+    for flag, value, low in (("--chains", args.chains, 1), ("--warmup", args.warmup, 1),
+                             ("--draws", args.draws, 1), ("--seed", args.seed, 0),
+                             ("--devices", args.devices, 1)):
+        if value is not None and value < low:
+            raise _BadInput(f"swe calibrate: {flag} {value} is invalid; expected an integer "
+                            f">= {low}")
+    output = Path(args.output or f"{Path(args.file).stem}_posterior.nc")
+    if not args.map_only:
+        if output.is_dir():
+            raise _BadInput(f"swe calibrate: -o {str(output)!r} is a directory; expected a "
+                            "file name ending in .nc")
+        if not output.parent.exists() or not os.access(output.parent, os.W_OK):
+            raise _BadInput(f"swe calibrate: -o {str(output)!r}: cannot write into "
+                            f"{str(output.parent)!r}")
+    import jax
+
+    if (args.devices or 0) > 1 and (
+            "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")):
+        jax.config.update("jax_num_cpu_devices", args.devices)
+    precision = args.precision or _default_precision()
+    jax.config.update("jax_enable_x64", precision == "float64")
+    enable_compilation_cache()
+    if args.devices is not None and args.devices > len(jax.devices()):
+        raise _BadInput(f"swe calibrate: --devices {args.devices} is more than the "
+                        f"{len(jax.devices())} available")
+
+    from . import calibration as cal
+
+    exp = cal.load_experiment(args.file)
+    if args.map_only:
+        start = time.perf_counter()
+        fit = cal.map_estimate(exp.forward, exp.priors, exp.observations, noise=exp.noise,
+                               base_dir=exp.base_dir)
+        print(f"MAP of {exp.name} ({time.perf_counter() - start:.1f} s):")
+        for name, value in fit.items():
+            truth = "" if not exp.truth or name not in exp.truth else f"  (truth {exp.truth[name]:.6g})"
+            print(f"  {name} = {value:.6g}{truth}")
+        return 0
+    devices = None if args.devices is None else jax.devices()[:args.devices]
+    post = cal.sample(exp.forward, exp.priors, exp.observations, noise=exp.noise,
+                      chains=args.chains, warmup=args.warmup, draws=args.draws, seed=args.seed,
+                      progress=not args.quiet, devices=devices, base_dir=exp.base_dir)
+    if exp.truth:
+        post.attrs.update({f"truth_{k}": float(v) for k, v in exp.truth.items()})
+    table = cal.summary(post)
+    print(table)
+    attrs = post.attrs
+    divergent = int(post["sample_stats"]["diverging"].sum())
+    evaluations = attrs["n_forward"] + attrs["n_gradient"]
+    ess = min(row["ess_bulk"] for row in table.rows.values())
+    print(f"divergences after warm-up: {divergent} of {args.chains * args.draws} draws "
+          f"({attrs['warmup_divergences']} during warm-up)")
+    print(f"wall time {attrs['wall_time']:.1f} s (warm-up {attrs['warmup_time']:.1f} s, "
+          f"sampling {attrs['sampling_time']:.1f} s); {attrs['n_forward']} forward runs, "
+          f"{attrs['n_gradient']} gradients; min bulk ESS per 1000 evaluations "
+          f"{1000 * ess / evaluations:.2f}")
+    if exp.truth:
+        inside = [n for n in exp.truth if n in table.rows
+                  and table[n]["q05"] <= exp.truth[n] <= table[n]["q95"]]
+        print(f"truth inside the 90% interval: {len(inside)} of {len(exp.truth)}")
+    partial = output.with_name(output.name + ".partial")
+    post.to_netcdf(partial)
+    os.replace(partial, output)
+    print(f"wrote {output}")
+    return 0
+
+
+COMMANDS = {"calibrate": cmd_calibrate, "run": cmd_run, "bench": cmd_bench, "list": cmd_list, "info": cmd_info, "plot": cmd_plot,
             "validate": cmd_validate}
 
 

@@ -98,7 +98,7 @@ def builtin_scenarios() -> list[str]:
     """Names of the scenarios shipped in ``scenarios/``."""
     scenarios = _scenarios_package()
     return sorted(m.name for m in pkgutil.iter_modules(scenarios.__path__)
-                  if not m.name.startswith("_"))
+                  if not m.name.startswith("_") and not m.ispkg)
 
 
 def _scenarios_package() -> ModuleType:
@@ -121,19 +121,31 @@ def _scenarios_package() -> ModuleType:
         return module
 
 
+def is_path(name_or_path: str) -> bool:
+    """Whether a command-line argument names a file rather than a built-in."""
+    return name_or_path.endswith(".py") or "/" in name_or_path or "\\" in name_or_path
+
+
+def load_file(path: str, what: str) -> ModuleType:
+    """Execute a user's ``.py`` file as a module; a ValueError of one line if it is missing
+    or fails (``what`` names the kind of file in the message)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{what} file {path!r} does not exist or is not a file")
+    spec = importlib.util.spec_from_file_location(f"swe_user_{what}_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # a user file: report it in one line
+        raise ValueError(f"{what} file {path!r} failed to load: "
+                         f"{type(exc).__name__}: {exc}") from exc
+    return module
+
+
 def load_module(name_or_path: str) -> ModuleType:
     """The module of a built-in scenario name or of a ``.py`` file path."""
-    if name_or_path.endswith(".py") or "/" in name_or_path or "\\" in name_or_path:
-        path = Path(name_or_path)
-        if not path.is_file():
-            raise ValueError(f"scenario file {name_or_path!r} does not exist or is not a file")
-        spec = importlib.util.spec_from_file_location(f"swe_user_scenario_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:  # a user file: report it in one line
-            raise ValueError(f"scenario file {name_or_path!r} failed to load: "
-                             f"{type(exc).__name__}: {exc}") from exc
+    if is_path(name_or_path):
+        module = load_file(name_or_path, "scenario")
     else:
         names = builtin_scenarios()
         if name_or_path not in names:

@@ -15,7 +15,9 @@ and NUTS), :mod:`.diagnostics` (rank-normalised R-hat and ESS).
 
 from .diagnostics import Summary, ess_bulk, ess_tail, rhat
 from .diagnostics import summary as _summary
-from .likelihood import AR1, Posterior, build_posterior, load_observations
+from .likelihood import (AR1, Posterior, build_posterior, load_observations,
+                         synthetic_observations)
+from .experiment import Experiment, load_experiment
 from .priors import AbstractPrior, HalfNormal, LogNormal, Normal, Uniform
 from .sampling import map_estimate, sample
 
@@ -40,6 +42,6 @@ def summary(posterior, var_names=None, prob: float = 0.90) -> Summary:
     return _summary(posterior, var_names=var_names, prob=prob)
 
 
-__all__ = ["AR1", "AbstractPrior", "HalfNormal", "LogNormal", "Normal", "Posterior", "Summary",
+__all__ = ["AR1", "AbstractPrior", "Experiment", "load_experiment", "HalfNormal", "LogNormal", "Normal", "Posterior", "Summary",
            "Uniform", "build_posterior", "ess_bulk", "ess_tail", "load_observations",
-           "map_estimate", "rhat", "sample", "summary"]
+           "map_estimate", "rhat", "sample", "summary", "synthetic_observations"]

@@ -409,3 +409,37 @@ def build_posterior(forward, priors, observations, noise, probe_values=None, bas
 
 def _describe(values, priors) -> str:
     return ", ".join(f"{n}={float(values[n]):.6g}" for n in priors)
+
+
+def synthetic_observations(forward, truth: Mapping, *, noise, variables=("eta",), seed: int = 0,
+                           gauges=None):
+    """Gauge records for a twin experiment: ``forward(truth)``'s series at its output
+    times plus noise drawn from ``noise`` (a standard deviation or an
+    :class:`AR1` of numbers). An ``xarray.Dataset`` as :func:`sample` takes it, with the
+    true parameters in its attributes (``truth_<name>``)."""
+    import xarray as xr
+
+    for v in variables:
+        if v not in VARIABLES:
+            raise ValueError(f"variables has {v!r}; expected some of {list(VARIABLES)!r}")
+    result = forward({k: jnp.asarray(float(v)) for k, v in truth.items()})
+    if bool(np.asarray(result.failed)):
+        raise ValueError(f"forward(truth) failed (truth: {dict(truth)!r})")
+    names = [g.name for g in result.gauges] if gauges is None else list(gauges)
+    if not names:
+        raise ValueError("forward's run records no gauges; pass gauges=... to swe.simulate")
+    times = np.asarray(result.times, dtype=float)
+    frame = xr.Dataset({v: (("gauge", "time"), np.zeros((len(names), times.size)))
+                        for v in variables}, coords={"gauge": names, "time": times})
+    noise_model, noise_priors = check_noise(noise, variables)
+    if noise_priors:
+        raise ValueError("synthetic_observations needs numbers for the noise, not priors")
+    like, _ = build_likelihood(frame, noise, result, jnp.asarray(0.0).dtype)
+    clean = like.predict(result)
+    draws = like.simulate_noise(jax.random.key(seed), {})
+    data = {v: (("gauge", "time"), np.asarray(clean[v] + draws[v]),
+                {"units": "m" if v in ("eta", "h") else "m s-1"}) for v in variables}
+    attrs = {f"truth_{k}": float(v) for k, v in truth.items()}
+    time_attrs = {"units": "s", "long_name": "time since the start of the run"}
+    return xr.Dataset(data, coords={"gauge": ("gauge", np.asarray(names, dtype=object)),
+                                    "time": ("time", times, time_attrs)}, attrs=attrs)

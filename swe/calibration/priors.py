@@ -66,6 +66,15 @@ class AbstractPrior(eqx.Module):
         return self.log_density(self.to_constrained(z)) + self.log_jacobian(z)
 
     @property
+    def unconstrained_scale(self) -> float:
+        """The prior's spread in the unconstrained space (its standard deviation there, or
+        about it): the unit of the MAP fit's trust region."""
+        return self._unconstrained_scale()
+
+    def _unconstrained_scale(self) -> float:
+        return 1.0
+
+    @property
     def median(self) -> float:
         return float(self.to_constrained(jnp.asarray(self._unconstrained_median())))
 
@@ -103,6 +112,9 @@ class Normal(AbstractPrior):
 
     def _unconstrained_median(self):
         return self.loc
+
+    def _unconstrained_scale(self):
+        return self.scale
 
 
 class AbstractPositivePrior(AbstractPrior):
@@ -146,6 +158,9 @@ class LogNormal(AbstractPositivePrior):
 
     def _unconstrained_median(self):
         return self.loc
+
+    def _unconstrained_scale(self):
+        return self.scale
 
 
 class HalfNormal(AbstractPositivePrior):
@@ -205,6 +220,9 @@ class Uniform(AbstractPrior):
 
     def in_support(self, x) -> bool:
         return bool(np.isfinite(x) and self.low < x < self.high)
+
+    def _unconstrained_scale(self):
+        return math.pi / math.sqrt(3.0)  # the standard logistic's sd
 
 
 PRIORS = (Normal, LogNormal, Uniform, HalfNormal)

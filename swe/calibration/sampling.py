@@ -15,6 +15,7 @@ import math
 import sys
 import time
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,21 +47,41 @@ def _check_init(posterior: Posterior, z: jnp.ndarray, what: str):
 
 
 def _optimise(posterior: Posterior, z0, counter: Counter, max_steps: int = 200):
-    """Maximise the log posterior in the unconstrained space (BFGS, optimistix)."""
+    """Maximise the log posterior in the unconstrained space: BFGS with a dogleg trust
+    region, in units of each prior's spread (so that the first trust region spans about
+    one prior standard deviation and no step flies to parameters that stall the run)."""
     import optimistix as optx
 
-    def loss(z, _):
-        return -posterior.log_density(z)
+    scale = jnp.asarray([p.unconstrained_scale for p in posterior.priors.values()], z0.dtype)
 
-    solver = optx.BFGS(rtol=1e-8, atol=1e-8)
-    sol = optx.minimise(loss, solver, z0, max_steps=max_steps, throw=False)
+    def loss(w, _):
+        return -posterior.log_density(z0 + scale * w)
+
+    sol = optx.minimise(loss, _trust_region_bfgs()(rtol=1e-7, atol=1e-7), jnp.zeros_like(z0),
+                        max_steps=max_steps, throw=False)
     counter.gradient += int(sol.stats["num_steps"]) + 1
-    z = sol.value
+    z = z0 + scale * sol.value
     lp = float(jax.jit(posterior.log_density)(z))
     counter.forward += 1
     if not math.isfinite(lp) or lp < float(jax.jit(posterior.log_density)(z0)):
         return z0
     return z
+
+
+def _trust_region_bfgs():
+    import lineax as lx
+    import optimistix as optx
+
+    class TrustRegionBFGS(optx.AbstractBFGS):
+        rtol: float
+        atol: float
+        norm: object = optx.max_norm
+        use_inverse: bool = False
+        search: object = optx.ClassicalTrustRegion()
+        descent: object = optx.DoglegDescent(linear_solver=lx.AutoLinearSolver(well_posed=False))
+        verbose: object = lambda **_: None  # noqa: E731
+
+    return TrustRegionBFGS
 
 
 def _laplace_covariance(posterior: Posterior, z, counter: Counter):
@@ -127,9 +148,55 @@ def _over_chains(fn, mesh):
     batched = jax.vmap(fn)
     if mesh is None:
         return jax.jit(batched)
+    from ..parallel import _compare_closures_without_sharding
+
+    _compare_closures_without_sharding()  # gradients of diffrax inside shard_map
     spec = jax.sharding.PartitionSpec("chain")
     return jax.jit(jax.shard_map(batched, mesh=mesh, in_specs=spec, out_specs=spec,
                                  check_vma=False))
+
+
+class Draws(NamedTuple):
+    """One chain's draws (leading axis: draw) and their NUTS statistics."""
+
+    position: jnp.ndarray      # unconstrained
+    lp: jnp.ndarray
+    diverging: jnp.ndarray
+    acceptance_rate: jnp.ndarray
+    n_steps: jnp.ndarray
+    tree_depth: jnp.ndarray
+
+
+def warm_up(logdensity, key, z0, num_steps: int, inverse_mass_matrix=None,
+            max_doublings: int = 10):
+    """Stan's window adaptation of one NUTS chain from ``z0``: the last state, the tuned
+    ``step_size`` and ``inverse_mass_matrix``, and the gradients and divergences it took."""
+    import blackjax
+
+    adapt = blackjax.window_adaptation(blackjax.nuts, logdensity,
+                                       max_num_doublings=max_doublings,
+                                       initial_inverse_mass_matrix=inverse_mass_matrix)
+    (state, params), info = adapt.run(key, z0, num_steps=num_steps)
+    params = {k: params[k] for k in ("step_size", "inverse_mass_matrix")}
+    return (state, params, jnp.sum(info.info.num_integration_steps),
+            jnp.sum(info.info.is_divergent))
+
+
+def draw(logdensity, state, params, key, first, num_draws: int, max_doublings: int = 10):
+    """``num_draws`` NUTS transitions of one chain; draw ``i`` uses ``fold_in(key, i)``,
+    counting from ``first``. Returns the last state and the :class:`Draws`."""
+    import blackjax
+
+    kernel = blackjax.nuts(logdensity, step_size=params["step_size"],
+                           inverse_mass_matrix=params["inverse_mass_matrix"],
+                           max_num_doublings=max_doublings)
+
+    def body(state, i):
+        state, info = kernel.step(jax.random.fold_in(key, i), state)
+        return state, Draws(state.position, state.logdensity, info.is_divergent,
+                            info.acceptance_rate, info.num_integration_steps,
+                            info.num_trajectory_expansions)
+    return jax.lax.scan(body, state, first + jnp.arange(num_draws))
 
 
 class _Progress:
@@ -223,7 +290,8 @@ def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int
     else:
         scale = np.sqrt(np.diag(cov)) if cov is not None else 0.1 * np.ones(d)
         jitter = jax.random.normal(k_init, (chains, d), posterior.dtype)
-        starts = z0 + jnp.asarray(scale, posterior.dtype) * jitter if chains > 1 else z0[None]
+        spread = jnp.asarray(scale, posterior.dtype)[None, :] * jitter
+        starts = z0[None, :] + spread if chains > 1 else z0[None, :]
     for c in range(chains):
         lp = float(logdensity(starts[c]))
         counter.forward += 1
@@ -234,51 +302,32 @@ def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int
                 _check_init(posterior, starts[c], f"chain {c}'s starting point")
 
     # Warm-up: Stan's windows, vmapped (or split over devices) across chains.
-    adapt = blackjax.window_adaptation(
-        blackjax.nuts, posterior.log_density, max_num_doublings=max_doublings,
-        initial_inverse_mass_matrix=None if cov is None else jnp.asarray(np.diag(cov)))
     mesh = _chain_mesh(chains, devices)
-
-    def warm(k, z):
-        (state, params), info = adapt.run(k, z, num_steps=warmup)
-        params = {k: params[k] for k in ("step_size", "inverse_mass_matrix")}
-        return state, params, info.info.num_integration_steps, info.info.is_divergent
-
+    imm = None if cov is None else jnp.asarray(np.diag(cov))
     show.note(f"warm-up: {chains} chains x {warmup} steps ...")
     t_warm = time.perf_counter()
-    state, params, warm_steps, warm_div = _over_chains(warm, mesh)(
-        jax.random.split(k_warm, chains), starts)
+    state, params, warm_steps, warm_div = _over_chains(
+        lambda k, z: warm_up(posterior.log_density, k, z, warmup, imm, max_doublings),
+        mesh)(jax.random.split(k_warm, chains), starts)
     jax.block_until_ready(state)
     warm_time = time.perf_counter() - t_warm
     counter.gradient += int(jnp.sum(warm_steps)) + chains
     show.note(f"warm-up done in {warm_time:.1f} s ({int(jnp.sum(warm_steps))} gradients)")
 
-    # Sampling, in chunks so that the bar moves.
+    # Sampling in equal chunks (one compiled function) so that the bar moves; the few
+    # surplus draws of the last chunk are dropped.
     chain_keys = jax.random.split(k_draw, chains)
-
-    def run_chunk(state, params, chain_key, first, n):
-        kernel = blackjax.nuts(posterior.log_density, step_size=params["step_size"],
-                               inverse_mass_matrix=params["inverse_mass_matrix"],
-                               max_num_doublings=max_doublings)
-
-        def body(state, i):
-            state, info = kernel.step(jax.random.fold_in(chain_key, i), state)
-            return state, (state.position, state.logdensity, info.is_divergent,
-                           info.acceptance_rate, info.num_integration_steps,
-                           info.num_trajectory_expansions)
-        return jax.lax.scan(body, state, first + jnp.arange(n))
-
-    # Equal chunks (one compiled function); the few surplus draws of the last are dropped.
     n_chunks = -(-draws // 50)
     chunk = -(-draws // n_chunks)
-    chunk_fn = _over_chains(lambda s, p, k, f: run_chunk(s, p, k, f, chunk), mesh)
+    chunk_fn = _over_chains(
+        lambda s, p, k, f: draw(posterior.log_density, s, p, k, f, chunk, max_doublings), mesh)
     pieces = []
     t_draw = time.perf_counter()
     for c in range(n_chunks):
         firsts = jnp.full((chains,), c * chunk, dtype=jnp.int32)
         state, out = chunk_fn(state, params, chain_keys, firsts)
         pieces.append(jax.tree.map(np.asarray, out))
-        divergent = int(sum(p[2].sum() for p in pieces))
+        divergent = int(sum(p.diverging.sum() for p in pieces))
         show.bar("sampling", min((c + 1) * chunk, draws), draws, t_draw,
                  f"{divergent} divergent")
     sample_time = time.perf_counter() - t_draw
