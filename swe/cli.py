@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--warmup", type=int, default=500, help="warm-up steps per chain (default 500)")
     c.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
     c.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    c.add_argument("--target-accept", type=float, default=0.8,
+                   help="the acceptance rate the warm-up tunes the step size for (default 0.8; "
+                        "raise it to 0.9 or 0.95 if divergences remain after warm-up)")
     c.add_argument("-o", "--output", default=None,
                    help="posterior file (default: <file>_posterior.nc)")
     c.add_argument("--map-only", action="store_true",
@@ -513,6 +516,9 @@ def cmd_calibrate(args) -> int:
         if value is not None and value < low:
             raise _BadInput(f"swe calibrate: {flag} {value} is invalid; expected an integer "
                             f">= {low}")
+    if not 0.0 < args.target_accept < 1.0:
+        raise _BadInput(f"swe calibrate: --target-accept {args.target_accept} is invalid; "
+                        "expected a number in (0, 1)")
     output = Path(args.output or f"{Path(args.file).stem}_posterior.nc")
     if not args.map_only:
         if output.is_dir():
@@ -548,7 +554,8 @@ def cmd_calibrate(args) -> int:
     devices = None if args.devices is None else jax.devices()[:args.devices]
     post = cal.sample(exp.forward, exp.priors, exp.observations, noise=exp.noise,
                       chains=args.chains, warmup=args.warmup, draws=args.draws, seed=args.seed,
-                      progress=not args.quiet, devices=devices, base_dir=exp.base_dir)
+                      progress=not args.quiet, devices=devices, base_dir=exp.base_dir,
+                      target_accept=args.target_accept)
     if exp.truth:
         post.attrs.update({f"truth_{k}": float(v) for k, v in exp.truth.items()})
     table = cal.summary(post)

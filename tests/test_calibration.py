@@ -344,6 +344,14 @@ def test_cli_map_and_observations_file(tmp_path):
     assert p.returncode == 0, p.stderr
     value = float(p.stdout.split("amplitude = ")[1].split()[0])
     assert value == pytest.approx(0.4, abs=0.01)
+    out = tmp_path / "post.nc"
+    p = swe_cmd(str(path), "--chains", "1", "--warmup", "40", "--draws", "40", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "divergences after warm-up" in p.stdout and "min bulk ESS per 1000" in p.stdout
+    assert "truth inside the 90% interval" in p.stdout and out.exists()
+    posterior = xr.open_datatree(out)["posterior"]
+    assert posterior["amplitude"].shape == (1, 40)
+    assert float(posterior["amplitude"].mean()) == pytest.approx(0.4, abs=0.01)
     obs.assign_coords(gauge=["far"]).to_netcdf(tmp_path / "records.nc")
     p = swe_cmd(str(path), "--map-only")
     assert p.returncode == 2 and "gauges ['far']" in p.stderr, p.stderr

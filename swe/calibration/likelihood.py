@@ -323,6 +323,15 @@ class Posterior:
         self.dtype = dtype
         self.log_density = _guarded(self._log_density)
 
+    def with_observations(self, values: Mapping) -> "Posterior":
+        """The same posterior for other records of the same gauges and times (``{variable:
+        (gauge, time) array}``, traceable): what simulation-based calibration vmaps over."""
+        like = dataclasses.replace(self.likelihood, obs={
+            v: jnp.where(self.likelihood.mask[v], values[v], 0.0) for v in self.likelihood.variables})
+        return Posterior(self.forward, {n: self.priors[n] for n in self.model_names}, like,
+                         {n: p for n, p in self.priors.items() if n not in self.model_names},
+                         self.dtype, self.observations)
+
     def constrained(self, z) -> dict:
         return {n: p.to_constrained(z[..., k]) for k, (n, p) in enumerate(self.priors.items())}
 
