@@ -15,7 +15,7 @@ from .common import FIGURES, HERE, CaseResult, Check
 
 # In the order of the validation issue.
 CASES = ("stoker", "ritter", "thacker_planar", "thacker_radial", "lake_at_rest",
-         "smooth_convergence", "geostrophic", "synolakis", "stress")
+         "smooth_convergence", "geostrophic", "synolakis", "stress", "calibration_sbc")
 
 
 @contextlib.contextmanager

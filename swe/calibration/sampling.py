@@ -31,6 +31,8 @@ from .likelihood import Posterior, build_posterior
 
 # Draws of the posterior predictive kept per chain (evenly thinned).
 PREDICTIVE_DRAWS = 100
+# BFGS fits behind init="map": from the prior median and from prior draws.
+MAP_STARTS = 4
 
 
 class Counter:
@@ -90,6 +92,27 @@ def _trust_region_bfgs():
     return TrustRegionBFGS
 
 
+def _best_map(posterior: Posterior, z0, key, counter: Counter, max_steps: int = 200):
+    """The best of BFGS fits from ``z0`` (the prior median) and from ``MAP_STARTS - 1``
+    draws of the priors: the chains start around the fit, and a fit from one point can end
+    in a lower mode (a source's mirror image, an alias of a wave's period)."""
+    logdensity = jax.jit(posterior.log_density)
+    best, best_lp = z0, -math.inf
+    keys = jax.random.split(key, MAP_STARTS - 1)
+    starts = [z0] + [jnp.stack([p.to_unconstrained(p.sample(jax.random.fold_in(k, i)))
+                                for i, p in enumerate(posterior.priors.values())]
+                               ).astype(z0.dtype) for k in keys]
+    for start in starts:
+        counter.forward += 1
+        if not math.isfinite(float(logdensity(start))):
+            continue
+        z = _optimise(posterior, start, counter, max_steps)
+        lp = float(logdensity(z))
+        if lp > best_lp:
+            best, best_lp = z, lp
+    return best
+
+
 def _laplace_covariance(posterior: Posterior, z, counter: Counter):
     """The inverse Hessian of ``-log p`` at ``z`` by central differences of the gradient
     (2 d gradients), or None where it is not positive definite."""
@@ -113,14 +136,19 @@ def _laplace_covariance(posterior: Posterior, z, counter: Counter):
 
 
 def map_estimate(forward, priors, observations, *, noise, init=None, max_steps: int = 200,
-                 base_dir=None) -> dict:
+                 seed: int = 0, base_dir=None) -> dict:
     """The maximum a posteriori parameters (a dict of floats), by BFGS in the unconstrained
-    space from ``init`` (a dict of values; default the prior medians)."""
+    space: from ``init`` (a dict of values), or the best of fits from the prior medians and
+    from ``MAP_STARTS - 1`` prior draws (``seed``)."""
     posterior = build_posterior(forward, priors, observations, noise, probe_values=init,
                                 base_dir=base_dir)
     z0 = _start(posterior, init)
     _check_init(posterior, z0, "init")
-    z = _optimise(posterior, z0, Counter(), check_positive_int("max_steps", max_steps))
+    max_steps = check_positive_int("max_steps", max_steps)
+    if init is None:
+        z = _best_map(posterior, z0, jax.random.key(seed), Counter(), max_steps)
+    else:
+        z = _optimise(posterior, z0, Counter(), max_steps)
     return {n: float(v) for n, v in posterior.constrained(z).items()}
 
 
@@ -280,8 +308,6 @@ def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int
     ``posterior_predictive`` (thinned draws, noise included); its attributes hold the wall
     time and the number of forward runs and gradients.
     """
-    import blackjax
-
     chains = check_positive_int("chains", chains)
     warmup = check_positive_int("warmup", warmup)
     draws = check_positive_int("draws", draws)
@@ -310,8 +336,8 @@ def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int
     z0 = _start(posterior, init)
     if init == "map":
         _check_init(posterior, z0, "the prior median")
-        with show.ticking(f"MAP fit of {d} parameters"):
-            z0 = _optimise(posterior, z0, counter)
+        with show.ticking(f"MAP fit of {d} parameters from {MAP_STARTS} starting points"):
+            z0 = _best_map(posterior, z0, jax.random.fold_in(k_init, 1), counter)
             cov = _laplace_covariance(posterior, z0, counter)
     if init == "prior":
         keys = jax.random.split(k_init, chains)
@@ -376,8 +402,13 @@ def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int
         noise_draw = posterior.likelihood.simulate_noise(k, posterior.constrained(z))
         return {v: jnp.where(failed, jnp.nan, pred[v] + noise_draw[v]) for v in pred}
 
-    pred_keys = jax.random.split(k_pred, chains * keep.size).reshape(chains, keep.size)
-    predictive = jax.jit(jax.vmap(jax.vmap(predict)))(zs, pred_keys)
+    # A batch of runs at a time (lax.map): memory for ``chains`` runs' frames, not all.
+    flat = zs.reshape((chains * keep.size, d))
+    pred_keys = jax.random.split(k_pred, chains * keep.size)
+    predictive = jax.jit(lambda z, k: jax.lax.map(lambda a: predict(*a), (z, k),
+                                                  batch_size=chains))(flat, pred_keys)
+    predictive = {v: x.reshape((chains, keep.size) + x.shape[1:])
+                  for v, x in predictive.items()}
     counter.forward += chains * keep.size
 
     values = {n: np.asarray(v) for n, v in posterior.constrained(jnp.asarray(positions)).items()}
