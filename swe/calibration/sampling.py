@@ -471,9 +471,18 @@ def _datatree(posterior: Posterior, values, stats, predictive, keep, attrs):
          for v in like.variables},
         coords={"chain": np.arange(chains), "draw": keep, "gauge": obs["gauge"].values,
                 "time": obs["time"].values}, attrs=attrs)
-    for v in like.variables:
-        ppc[v].attrs = dict(obs[v].attrs)
+    from ..output import CONVENTIONS, VARIABLES
+
+    # CF metadata on the gauge records (the parameters have no standard names).
+    time_attrs = {"units": "s", "long_name": "time since the start of the run"}
+    obs = obs.assign_coords(time=("time", obs["time"].values, time_attrs))
+    ppc = ppc.assign_coords(time=("time", obs["time"].values, time_attrs))
+    for ds in (obs, ppc):
+        ds["gauge"].attrs.update(VARIABLES["gauge"])
+        ds.attrs["featureType"] = "timeSeries"
+        for v in like.variables:
+            ds[v].attrs.update(VARIABLES[f"gauge_{v}"])
     tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": sample_stats,
                                   "observed_data": obs, "posterior_predictive": ppc})
-    tree.attrs = dict(attrs)
+    tree.attrs = {"Conventions": CONVENTIONS, **attrs}
     return tree
