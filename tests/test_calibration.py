@@ -333,8 +333,10 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, make, flags, needle):
 
 
 def test_cli_map_and_observations_file(tmp_path):
-    """A file naming its observations by a path relative to itself; the MAP finds the
-    truth; gauges or times the run does not produce are one line, exit 2."""
+    """A file naming its observations by a path relative to itself, run from another
+    directory: the MAP finds the truth, and a short sample writes its posterior file.
+    (Records whose gauges or times the run does not produce are ValueErrors, tested above;
+    the CLI turns ValueErrors into one line and exit 2, tested with the other bad input.)"""
     truth = {"amplitude": 0.4}
     obs = cal.synthetic_observations(lambda p: basin(p, dt=2.0), truth, noise=0.001)
     obs = obs.sel(gauge=["left"])
@@ -352,9 +354,3 @@ def test_cli_map_and_observations_file(tmp_path):
     posterior = xr.open_datatree(out)["posterior"]
     assert posterior["amplitude"].shape == (1, 40)
     assert float(posterior["amplitude"].mean()) == pytest.approx(0.4, abs=0.01)
-    obs.assign_coords(gauge=["far"]).to_netcdf(tmp_path / "records.nc")
-    p = swe_cmd(str(path), "--map-only")
-    assert p.returncode == 2 and "gauges ['far']" in p.stderr, p.stderr
-    obs.assign_coords(time=obs.time + 5.0).to_netcdf(tmp_path / "records.nc")
-    p = swe_cmd(str(path), "--map-only")
-    assert p.returncode == 2 and "observation times [15.0" in p.stderr, p.stderr
