@@ -1,5 +1,5 @@
 """Ensemble throughput: ``members`` runs through one vmapped call against the same runs
-one after another (issue target: at least 1.5x at 16 members of 128 x 128).
+one after another (the performance target: at least 1.5x at 16 members of 128 x 128).
 
     python scripts/bench_ensemble.py [--n 128] [--members 16] [--repeat 3] [--devices D]
                                      [--ensemble-kernel auto|xla|pallas]

@@ -1,5 +1,5 @@
-"""Cost and memory of a reverse-mode gradient through a whole run (issue targets: gradient
-at most 3x a forward run; peak memory bounded as the step count doubles).
+"""Cost and memory of a reverse-mode gradient through a whole run (the performance targets:
+gradient at most 3x a forward run; peak memory bounded as the step count doubles).
 
     python scripts/bench_gradient.py [--n 128] [--steps 1000] [--repeat 3]
         [--riemann hllc] [--reconstruction muscl] [--limiter koren] [--integrator ssprk2]
@@ -82,7 +82,7 @@ def median_time(f, *args, repeat):
 def compiled(f, *args, clock=None, phases=None):
     """``f`` jitted, lowered and compiled for ``args``, and its compile time (s, tracing
     included): one compilation serves both the timings and the memory analysis (on a TPU
-    v5e, 12-07, the script took 146 s, nearly all of it compiling, where its runs took
+    v5e the script took 146 s, nearly all of it compiling, where its runs took
     under 0.3 s). ``clock``: a :class:`swe.bench.CompileClock` that counts the programs
     read from the persistent cache. ``phases``: a dict that receives the seconds of JAX's
     three phases, ``trace_s`` (Python, which no cache holds), ``lower_s`` and ``xla_s``

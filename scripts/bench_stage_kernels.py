@@ -8,10 +8,10 @@ ceilings for a stage.
                                      # first: the measured elementwise float32 rate and
                                      # XLA's flops per cell and stage
 
-Measured on a TPU v5e (12-06, float32; validation/perf/tpu_v5e_2026-12-06b.jsonl), ms per
-stage XLA / Pallas (32 full-width rows): N = 1024 0.37 / 0.41 (128 rows); 2048 3.60 / 1.82;
-4096 22.3 / 9.45 (column blocks of 1024: 9.48, of 512: 10.1; 8-row blocks are slower
-everywhere). Each timed call runs ``steps`` stages in a ``fori_loop``; medians of
+Measured on a TPU v5e (float32; records in validation/perf/tpu_v5e.jsonl), ms per stage
+XLA / Pallas (32 full-width rows, 8 halo rows): N = 1024 0.37 / 0.41 (128 rows); 2048
+3.60 / 1.82; 4096 22.3 / 9.45 (column blocks of 1024: 9.48, of 512: 10.1; 8-row blocks are
+slower everywhere). Each timed call runs ``steps`` stages in a ``fori_loop``; medians of
 ``repeat``, the runs interleaved.
 """
 
@@ -119,7 +119,7 @@ def stage_cost(n=1024, precision="float32"):
 
 def roofline(n=1024):
     """The measured elementwise rate and XLA's count of flops per cell and stage, and
-    their ratio. On a TPU v5e (12-06): 685 GFLOP/s and 597 flops per cell, a "ceiling" of
+    their ratio. On a TPU v5e: 685 GFLOP/s and 597 flops per cell, a "ceiling" of
     1.15 Gcell-stages/s that XLA's own stage beat (2.8 at N = 1024): the chain of dependent
     multiply-adds understates the vector units, so this is a floor on their rate, not a
     roofline."""

@@ -1,7 +1,7 @@
 """Runs built-in scenarios with both stage kernels on this device and compares them: the
 check that the Pallas kernel of :mod:`swe.pallas` gives XLA's results on a real chip for
-friction, forcing and inflows, and how long each took. On a TPU v5e (12-06, float32, 1536
-cells across): the river flood (zoned Manning friction, an inflow hydrograph, an outflow)
+friction, forcing and inflows, and how long each took. On a TPU v5e (float32, 1536 cells
+across): the river flood (zoned Manning friction, an inflow hydrograph, an outflow)
 and Thacker's bowl gave equal final depths, the geostrophic adjustment (Coriolis,
 periodic sides) depths within 4e-8 in relative L1 (8.5e-4 m at most, of 1e3 m); the kernel
 took 0.68x XLA's time on the river flood, 0.47x on the geostrophic adjustment and 0.58x on
@@ -25,7 +25,6 @@ import json
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import swe

@@ -10,12 +10,12 @@
 # budget (BUDGET, default 570 s, for a 10-minute device call): a step is cut to the time
 # left, and steps past it are skipped with a line saying so. The README's figures come
 # first (the default scheme from 1024^2 to 8192^2 cells, the ensembles, a gradient), the
-# diagnostics after them. On a TPU v5e (12-07, fifth session) the figures took the whole
-# 575 s (the gradient step about 150 s of it, nearly all compiling) and the steps after
-# first order were skipped; run them in a second call (as in that session's call 4).
+# diagnostics after them. On a TPU v5e the figures take the whole of a 575 s budget (the
+# gradient step about 150 s of it, nearly all compiling) and the steps after first order
+# are skipped; run them in a second call.
 #
 # float64: GPUs run it natively (at a fraction of the float32 rate on most cards); a TPU has
-# no float64 units, and on the TPU v5e lent on 12-06 float64 runs did not compile; the
+# no float64 units, and on a TPU v5e (JAX 0.10.2) float64 runs do not compile; the
 # script tries one, last. On a TPU the default scheme's stages from 1536^2 cells are the
 # Pallas kernel (swe/pallas.py); XLA's stage runs beside it at N = 2048 for the ratio.
 set -uo pipefail
@@ -47,15 +47,15 @@ echo "measured triad: ${STREAM} GB/s (H200 device-to-device copy: about 4300 GB/
 # takes the Pallas stage from 1536^2 cells.
 # Large grids run shorter (t = 0.1 at 4096, 0.04 at 8192: a few hundred steps, the same
 # cost per step) so that the script stays within minutes on a slower device; far fewer
-# steps weigh a run's fixed costs (at 8192 on a TPU v5e, 12-07, 60 steps took 3.09 s and
-# 238 steps 9.30 s).
+# steps weigh a run's fixed costs (at 8192 on a TPU v5e, 60 steps took 3.09 s and 238
+# steps 9.30 s).
 step $PY scripts/bench.py --n 1024 2048 --precision float32 --repeat 3 --stream "$STREAM"
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --t-end 0.1 --stream "$STREAM"
 step $PY scripts/bench.py --n 8192 --precision float32 --repeat 2 --t-end 0.04 --stream "$STREAM"
 step $PY scripts/bench_ensemble.py --n 128 --members 16 --precision float32
 step $PY scripts/bench_ensemble.py --n 256 --members 64 --precision float32
-# Compiling dominates (three programs, two of them gradients): on a TPU v5e (12-07) the
-# script took 146 s for runs of 0.03 s (forward) and 0.27 s (gradient).
+# Compiling dominates (three programs, two of them gradients): on a TPU v5e the script
+# took 146 s for runs of 0.03 s (forward) and 0.27 s (gradient).
 STEP_LIMIT=240 step $PY scripts/bench_gradient.py --n 128 --steps 1000 --precision float32 --repeat 3
 step $PY scripts/bench.py --n 4096 --precision float32 --repeat 2 --riemann hll \
   --reconstruction first_order --integrator euler --t-end 0.25 --stream "$STREAM"
@@ -64,11 +64,11 @@ if [ "$BACKEND" = tpu ]; then
   step $PY scripts/bench.py --n 2048 --precision float32 --repeat 1 --kernel xla \
     --stream "$STREAM"
   # The split MUSCL-Hancock scheme (one stage per direction, CFL 0.9; XLA's stages on a
-  # TPU: 0.61 Gcell/s at 4096, 12-07).
+  # TPU v5e: 0.61 Gcell/s at 4096).
   step $PY scripts/bench.py --n 4096 --precision float32 --repeat 2 --integrator split \
     --limiter mc --t-end 0.25 --stream "$STREAM"
   # The kernel on the chip with friction, Coriolis and inflows (kernel="auto" takes it for
-  # them since this agreed on a TPU v5e, 12-06): scenarios with each kernel, compared.
+  # them because this agrees): scenarios with each kernel, compared.
   step $PY scripts/check_stage_kernels.py
   # A gradient (Manning friction) whose forward runs take the Pallas stage (its reverse
   # pass is XLA's), then XLA's.
@@ -77,8 +77,8 @@ if [ "$BACKEND" = tpu ]; then
   # ms per stage, XLA's and the kernel's block shapes.
   step $PY scripts/bench_stage_kernels.py --n 1024 2048 --block-rows 32 64 \
     --block-cols 0 --halo 8 4
-  # float64 does not compile on a TPU (XLA:TPU rejects the float64 nextafter in diffrax's
-  # time loop, JAX 0.10.2, 12-06); the step shows whether that still holds.
+  # float64 does not compile on a TPU v5e (XLA:TPU rejects the float64 nextafter in
+  # diffrax's time loop, JAX 0.10.2); the step shows whether that holds for this JAX.
   step $PY scripts/bench.py --n 1024 --precision float64 --repeat 1 --stream "$STREAM"
 else
   step $PY scripts/bench.py --n 4096 --precision float32 --repeat 3 --integrator split \

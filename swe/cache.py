@@ -4,7 +4,7 @@ A compiled program (a run, a gradient through a run) is written to a directory k
 its computation and backend, and a later process that compiles the same program reads it
 back instead. Tracing still happens in every process; XLA's compile, which dominates for
 gradients (the gradient of scripts/bench_gradient.py's loss at 64^2: 7.9 s of XLA compile
-against 3.9 s of tracing on this workplace's CPU; at 128^2 55 s in all on a TPU v5e), does
+against 3.9 s of tracing on a 2-core x86-64 CPU; at 128^2 55 s in all on a TPU v5e), does
 not.
 """
 

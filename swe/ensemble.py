@@ -276,7 +276,7 @@ def stage_kernel(model, count: int, *, devices=None, batching: str = "vmap",
 def _split_members(ts, ys, num_steps, *, count, n, last, envelopes):
     """Each of the first ``count`` members' output times, ``n`` states, steps and (with
     ``envelopes``) envelopes at output ``last``, in one compiled call: sliced one by one,
-    every slice was a dispatch of its own (3 ms a member on a CPU)."""
+    every slice would be a dispatch of its own (3 ms a member on a CPU)."""
     out = []
     for k in range(count):
         ys_k = jax.tree.map(lambda x: x[k], ys)

@@ -74,7 +74,7 @@ def value_summary(arr) -> tuple[bool, float, tuple | None, tuple | None]:
     the index of its first non-finite value (None if all are finite) and, where the least
     is negative, its index (None otherwise); indices in C order, ``()`` for 0-d arrays.
     Off :data:`HOST_PLATFORMS` the array is reduced where it lives (on a TPU v5e, copying
-    an 8192^2 float32 state to the host to check it took about a second a run, 12-07);
+    an 8192^2 float32 state to the host to check it takes about a second a run);
     also inside a traced function, for arrays made outside it."""
     if on_host(arr):
         host = np.asarray(arr)

@@ -154,12 +154,12 @@ def _reused(jitted: bool):
     every trace is traced anew each time; the same jitted function is traced once per
     input shape and taken from JAX's cache after that, and so are its derivatives. XLA
     inlines the nested calls. The gradient of the benchmark's loss (scripts/bench_gradient.py)
-    at 64^2, 200 steps, float64, on this workplace's CPU (12-07): traced in 3.9 s against
-    6.2 s, its optimized HLO the same instruction for instruction (a while loop's carry in
-    another order; the forward run's identical); at 128^2, 1000 steps, compiled with its
-    tracing in 11.5-11.9 s against 14.1-15.7 s. Closures and lambdas (no stable key) are
-    built every time as before. A kernel must be a pure function of its arguments and
-    its key: one that read a module constant while traced would keep the value of its
+    at 64^2, 200 steps, float64, on a 2-core x86-64 CPU: traced in 3.9 s against 6.2 s
+    without the reuse, its optimized HLO the same instruction for instruction (a while
+    loop's carry in another order; the forward run's identical); at 128^2, 1000 steps,
+    compiled with its tracing in 11.5-11.9 s against 14.1-15.7 s. Closures and lambdas (no
+    stable key) are built on every trace. A kernel must be a pure function of its arguments
+    and its key: one that read a module constant while traced would keep the value of its
     first trace (``_BUILT.clear()`` and ``jax.clear_caches()`` forget them).
     """
     def decorate(builder):
@@ -219,7 +219,7 @@ def fusion_hints() -> bool:
     They were written for XLA:CPU, which makes no multi-output fusions (there, off is
     about 100x slower). XLA on a TPU does fuse shared work, yet the hints still paid off
     on the default scheme: TPU v5e, float32, benchmark problem at N = 1024, one process
-    each (12-06): 1.33 Gcell-updates/s with them, 1.11 without; at N = 2048 0.49 against
+    each: 1.33 Gcell-updates/s with them, 1.11 without; at N = 2048 0.49 against
     0.43 (separate calls). First order and the split scheme may run faster without them
     there (2.0 against 1.16, 0.73 against 0.61 Gcell/s at N = 4096, separate calls and
     run lengths): not settled, hence the switch.
@@ -287,9 +287,9 @@ def _materialised(fn):
     reverse pass, again with all the grid-shaped input cotangents in one loop. Plain
     autodiff instead stores the kernel's intermediates, each written by its own pass over
     the grid (XLA:CPU makes no multi-output fusions). Gradient of 100 steps at 128^2,
-    measured in alternating runs: MUSCL-HLLC 1.1 s (2.3 s before the cotangents shared a
-    loop); first-order HLLC 1.06 s against 1.55 s with plain autodiff. Forward-mode autodiff
-    loses nothing: diffrax's checkpointed adjoint is reverse-mode only anyway.
+    measured in alternating runs: MUSCL-HLLC 1.1 s (2.3 s with a loop per input
+    cotangent); first-order HLLC 1.06 s against 1.55 s with plain autodiff. Forward-mode
+    autodiff loses nothing: diffrax's checkpointed adjoint is reverse-mode only anyway.
     """
     def together(*args):
         return in_one_loop(*fn(*args))
@@ -335,7 +335,7 @@ def _muscl_interfaces(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riem
     Each kernel computes all its outputs in one loop, and so does its VJP. One kernel of
     both, written for one interface over a 4-cell stencil, computes every cell's face
     values twice: forward at N = 512, float64, it took the same time with van Leer but
-    2.9x with MC and with the split MUSCL-Hancock Roe scheme (12-05). Its own VJP was 1.8x
+    2.9x with MC and with the split MUSCL-Hancock Roe scheme. Its own VJP was 1.8x
     slower, as XLA writes each intermediate of the linearised kernel by a loop of its own
     (a gradient step at 128^2: 18.9 against 10.7 ms).
     """
@@ -353,9 +353,9 @@ def _muscl_interfaces(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riem
             return jax.lax.slice_in_dim(f, k, k + n + 4, axis=axis)
 
         # Their unused end slots are ones concatenated on: a constant jnp.pad fused into
-        # the same loop made it 2.5x slower (1.39 against 0.56 ms a direction at N = 256,
+        # the same loop makes it 2.5x slower (1.39 against 0.56 ms a direction at N = 256,
         # float64, one process); the whole stage takes 0.90x (N = 256) and 0.89x (512)
-        # the time it took with the pad (paired, interleaved, one process, 12-06). The
+        # the time it takes with the pad (paired, interleaved, one process). The
         # draining factors' pad (_positivity_scale) is quicker than a concatenation.
         def ones_around(x):  # unused end slots of the stencils' exponential inputs
             one = jnp.ones_like(jax.lax.slice_in_dim(x, 0, 1, axis=axis))
@@ -393,10 +393,10 @@ def _stencil(kernel, *, axis: int, size: int, width: int, n_scalars: int, n_fiel
     only the padded fields (already in memory), and the reverse pass computes each field's
     cotangent per cell in one loop, recomputing the kernel and its VJP at the ``width``
     stencils that hold the cell. (Computing the ``4 * width`` stencil cotangents in one
-    loop and adding them by shifting took 1.1x the benchmark gradient's time, 12-06.)
-    Plain autodiff instead stored the kernel's inputs
-    (the face values, each written by its own loop that recomputed the limiters) and its
-    intermediates, and transposed them one loop each (XLA:CPU makes no multi-output
+    loop and adding them by shifting takes 1.1x the benchmark gradient's time.)
+    Plain autodiff instead stores the kernel's inputs
+    (the face values, each written by its own loop that recomputes the limiters) and its
+    intermediates, and transposes them one loop each (XLA:CPU makes no multi-output
     fusions). Forward-mode autodiff is not needed: diffrax's checkpointed adjoint is
     reverse-mode only.
     """
@@ -789,15 +789,15 @@ class ShallowWater(eqx.Module):
         friction = self.friction if sources else None
         # Pointwise, so one loop forward and one loop for its VJP (_materialised); XLA
         # fuses the divergence of the limited fluxes into that one loop (the draining
-        # factors keep a loop of their own). Before, the depth and each momentum had a
-        # loop of their own, each recomputing the scaled fluxes (and the friction factor,
-        # if any), and autodiff wrote each intermediate cotangent in a loop of its own.
-        # In-process A/Bs (12-06): the benchmark problem
+        # factors keep a loop of their own). Against a loop of their own for the depth and
+        # each momentum, each recomputing the scaled fluxes (and the friction factor, if
+        # any), with autodiff writing each intermediate cotangent in a loop of its own,
+        # in-process A/Bs: the benchmark problem
         # (no friction) at N = 512 in 2.83 s against 3.73 s (first order: 1.98 against
         # 2.71 s), at N = 1024 in 24.5 s against 33.6 s; the 300-step gradient benchmark
         # at 128^2 (Manning) forward 0.211 s against 0.275 s, gradient 1.49 s against
         # 1.80 s. The divergence and the draining factors made pointwise kernels of their
-        # own (their faces sliced out of the interface arrays) were slower: gradient 1.60 s.
+        # own (their faces sliced out of the interface arrays) are slower: gradient 1.60 s.
         h, hu, hv = _materialised(self._update)(state.h, state.hu, state.hv, dh, dhu, dhv, dt,
                                                 friction, self.g, self.h_dry)
         new = State(h=h, hu=hu, hv=hv)

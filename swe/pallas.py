@@ -7,14 +7,14 @@ the same stage in one kernel: each block of rows (with halo rows each side) is r
 every interface of both directions is computed in the chip's on-chip memory with the
 package's own per-interface functions (:func:`swe.reconstruction.muscl_cell`,
 ``_interface``; neighbours are rolls), and the block's new state is written once. On a
-TPU v5e (12-06, float32, benchmark dam break) a stage took 1.07 ms at N = 2048 with the
-padding around the kernel (fourth session) against XLA's 3.60, and the kernel 9.08 ms at
-4096 against 22.3 (third session, padding then 4x slower); at 1024 XLA is quicker (0.37
-against 0.41 ms), since its intermediates then stay on the chip as well.
+TPU v5e (float32, benchmark dam break) a stage took 1.07 ms at N = 2048 with the padding
+around the kernel against XLA's 3.60, and the kernel alone 9.08 ms at 4096 against 22.3;
+at 1024 XLA is quicker (0.37 against 0.41 ms), since its intermediates then stay on the
+chip as well.
 :func:`ssp_step` chains the stages of an SSP Runge-Kutta step in the kernel's layout, and
 a run carries its state in that layout from step to step (:class:`Laid`, padded once a run
 by :func:`swe.stepping.laid_out`): whole runs of the benchmark reach 2.44 Gcell-updates/s
-at N = 2048 on a TPU v5e (12-07, float32), 30.6% of its measured triad.
+at N = 2048 on a TPU v5e (float32), 30.6% of its measured triad.
 
 It gives :meth:`ShallowWater.euler_step` to round-off (the same functions in the same
 order): MUSCL with any slope or face limiter, or first order; any Riemann solver;
@@ -30,7 +30,7 @@ sensitivity (its limiters and wave speeds have kinks; see tests/test_pallas.py).
 
 :class:`swe.FiniteVolume`'s ``kernel`` chooses: ``"auto"`` (the default) takes this kernel
 on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers, and XLA
-otherwise (on a TPU v5e, 12-06, whole runs of scenarios with zoned Manning friction and an
+otherwise (on a TPU v5e, whole runs of scenarios with zoned Manning friction and an
 inflow, with Coriolis and periodic sides, and with a moving shoreline ended with the two
 kernels' depths equal or within 4e-8 in relative L1: ``scripts/check_stage_kernels.py``);
 ``"xla"`` never takes it; ``"pallas"`` always does, and refuses (ValueError) a model it
@@ -59,13 +59,13 @@ MARGIN = 4        # columns each side of the interior with full-width rows (wrap
 LANE_HALO = 128   # the same with column blocks: their windows start on a lane tile
 # Rows per block: the most of BLOCK_ROWS_CHOICES whose window (block and halos, by the
 # window's width) fits WINDOW_BYTES, and not more than the grid's rows. On a TPU v5e
-# (12-06, float32, ms per stage at N = 2048): 32 rows with 8-row halos 1.81, with 4-row
+# (float32, ms per stage at N = 2048): 32 rows with 8-row halos 1.81, with 4-row
 # halos 1.73; 64 rows 1.71 / 1.67; 128 rows 1.67 / 1.66. At 4096 a 128-row window (2.4 MB
 # a field) ran out of on-chip memory, while 1.25 MB windows compiled at 2048; the limit
-# keeps to what has run. A run's chained SSP-RK2 step (8 halo rows) at 4096 (12-07, ms a
-# step): 32 rows 7.51, 40 rows 7.18, 48 rows 7.02 (1.08 MB windows; 64 rows, 1.35 MB, were
-# slower on 12-07); at 2048 64 rows 1.75, 96 rows 1.74, 128 rows 1.69. At 8192 (12-07,
-# whole runs to t = 0.04, 238 steps) full-width rows in blocks of 24 took 7.72 s, column
+# keeps to what has run. A run's chained SSP-RK2 step (8 halo rows) at 4096 (ms a step):
+# 32 rows 7.51, 40 rows 7.18, 48 rows 7.02 (1.08 MB windows; 64 rows, 1.35 MB, were
+# slower); at 2048 64 rows 1.75, 96 rows 1.74, 128 rows 1.69. At 8192 (whole runs to
+# t = 0.04, 238 steps) full-width rows in blocks of 24 took 7.72 s, column
 # blocks (one padding pass a stage) 8.33 s; 16-row blocks were slower a step (36.2 ms
 # against 31.7 for 24 rows, 34.1 for 32).
 # The budget counts HALO (4) rows each side, also for the chained stages' windows, whose
@@ -79,12 +79,13 @@ BLOCK_COLS = 1024  # column blocks where the full-width layout is wider than MAX
 MAX_FULL_WIDTH = 8320  # full-width rows up to 8312 cells (measured at 8192: 24-row blocks)
 VMEM_MB = 100
 # Cell j + 1's left faces: computed again from its own stencil (True) or rolled from cell j's
-# results (False, the default). An experiment (scripts/probe_stage_kernel_costs.py): the
-# same arithmetic with one dependent roll fewer, twice the reconstruction work.
+# results (False, the default): the same arithmetic with one dependent roll fewer, twice
+# the reconstruction work; measured slower on a TPU v5e (1.91 ms a stage at N = 2048
+# against 1.64).
 RECOMPUTE_NEIGHBOUR_FACES = False
 # Halo rows of the chained stages of :func:`ssp_step`: a stage written in the layout has
 # its first row there, and Mosaic takes an output window only on a tile of 8 rows. The
-# kernel computes all of them (3 rows each side would do): on a TPU v5e (12-07) a window
+# kernel computes all of them (3 rows each side would do): on a TPU v5e a window
 # starting 4 rows above its block was refused ("Couldn't prove that tiling (8) divides
 # index"), and reading the middle of an 8-halo window at a row offset of 4 took 1.46x the
 # time at N = 2048 (1.29x at 4096).
@@ -92,11 +93,11 @@ CHAINED_HALO = 8
 
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 # "auto" takes the kernel on a TPU from this many cells up. Whole runs of the benchmark on a
-# TPU v5e (12-06, float32): at N = 1024 XLA's stage was quicker (1.34 against 1.19
+# TPU v5e (float32): at N = 1024 XLA's stage was quicker (1.34 against 1.19
 # Gcell/s), at 1536 the kernel (1.21 against 0.75), at 2048 2.45x, at 4096 2.57x.
 AUTO_MIN_CELLS = 1536 * 1536
 # "auto" takes the kernel for a vmapped batch (an ensemble) whose members' cells together
-# reach this many (:func:`batch_kernel`). On a TPU v5e (12-07, float32, members to t = 1,
+# reach this many (:func:`batch_kernel`). On a TPU v5e (float32, members to t = 1,
 # throughput against the members run one by one, same call): 16 members of 128^2 1.92x
 # with the kernel, 1.91x with XLA's stage; 16 of 256^2 1.54x against 1.21x; 64 of 256^2
 # 1.53x against 0.62x.
@@ -224,10 +225,10 @@ def padded_fields(model, t, state, beds, block_rows, block_cols, halo=HALO):
     the interior's update.
 
     Each field is one zero-padding pass over the interior and four thin in-place updates
-    (the ghost cells). The fields were built before by concatenating ghost cells along each
-    axis, overlaying the two versions and padding with edge values: on a TPU v5e (12-06,
-    N = 2048, float32) that took 0.57 ms a stage against the kernel's ~1.1 ms (XLA wrote
-    each field some four times over)."""
+    (the ghost cells), so XLA writes it once. Concatenating ghost cells along each axis,
+    overlaying the two versions and padding with edge values instead writes each field
+    some four times over: on a TPU v5e (N = 2048, float32) 0.57 ms a stage against this
+    form's 0.25 ms and the kernel's ~1.1 ms."""
     ny, nx = state.h.shape
     ng = model.scheme.ghost_cells
     rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
@@ -519,7 +520,7 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     # 32-bit data are traced (kernel and index maps) with 64-bit types off: with
     # jax_enable_x64 on, Python numbers in the scheme's functions (jnp.where(c, x, 0.0))
     # and index maps become 64-bit values, and the TPU's kernel compiler aborts the process
-    # on them (12-07, a float32 run with x64 on: "Check failed: ... bitwidth_ <= 32").
+    # on them ("Check failed: ... bitwidth_ <= 32").
     with jax.enable_x64(False) if jnp.dtype(dtype).itemsize <= 4 else contextlib.nullcontext():
         h, hu, hv = pl.pallas_call(
             kernel, grid=((rows - 2 * halo) // block_rows, n_cols),
@@ -540,8 +541,8 @@ def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret
     grids wider than 8312 cells, :data:`MAX_FULL_WIDTH`), that many columns with 128 halo
     columns each side.
     ``blend=(alpha, base)``: ``alpha * base + (1 - alpha) * stage`` instead (a Shu-Osher
-    stage of an SSP scheme, :func:`swe.model.blended`), in the kernel: on a TPU v5e (12-06,
-    N = 2048, float32) a separate XLA pass that cost ~0.2 ms a step of ~2.2. Reverse-mode
+    stage of an SSP scheme, :func:`swe.model.blended`), in the kernel: on a TPU v5e (N = 2048,
+    float32) a separate XLA pass costs ~0.2 ms a step of ~2.2. Reverse-mode
     derivatives are those of XLA's stage (``model.euler_step`` with ``kernel="xla"``)."""
     _check(model, beds, block_rows, block_cols, halo)
     block_rows, block_cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,

@@ -260,10 +260,10 @@ class StrangSplitHancock(SplitHancock):
     steps). On the benchmark dam break at N = 512, L1(h) 7.11e-4 against Godunov's
     6.76e-4 (the x/y asymmetry, max |h - h^T|, 0.024 against 0.033).
 
-    Alternating the order of two sweeps every step (x-y, then y-x) was tried: the same
-    cost as Godunov's, but half as accurate on the eddy (0.026 / 0.0061 / 0.0014), and its
-    state (the next order) makes a run in pieces (``swe.iterate``, one solve per output
-    interval) differ from one piece, and costs both orders under ``jax.vmap``."""
+    Alternating the order of two sweeps every step (x-y, then y-x), not offered, costs as
+    much as Godunov's but is half as accurate on the eddy (0.026 / 0.0061 / 0.0014), and
+    its state (the next order) would make a run in pieces (``swe.iterate``, one solve per
+    output interval) differ from one piece, and cost both orders under ``jax.vmap``."""
 
     strang: ClassVar[bool] = True
 
@@ -281,9 +281,9 @@ class AbstractLandingController(diffrax.AbstractStepSizeController):
     A step that would overshoot the next stop ends on it (as in Clawpack and PyClaw). When a
     full step would leave less than 1% of a step before the stop, the remaining interval
     is halved instead, so no step is a sliver of round-off size. (Halving whenever the
-    stop was less than two steps away, the rule until 12-04, ran the last two steps at
-    1/2 to 1 of the CFL number, which cost the split schemes 3.5% of their L1 error on
-    the benchmark at N = 128; a quarter-step threshold still cost it there.) No step
+    stop is less than two steps away runs the last two steps at 1/2 to 1 of the CFL
+    number, which costs the split schemes 3.5% of their L1 error on the benchmark at
+    N = 128; a quarter-step threshold still costs it there.) No step
     exceeds ``dt_max``; while the domain is dry (no wave speed bounds the step, yet rain
     may be falling) the step is ``dt_dry``.
 

@@ -135,7 +135,7 @@ def test_values_are_checked_on_the_host_or_where_they_live(checked_where):
     assert finite_and_min(np.asarray([1.0, 4.0])) == (True, 1.0)
     assert finite_and_min(2.5) == (True, 2.5)
     assert finite_and_min([[1.0, 3.0]]) == (True, 1.0)
-    swe.State(h=[[1.0, 2.0]], hu=0.0, hv=0.0)  # nested lists, as before
+    swe.State(h=[[1.0, 2.0]], hu=0.0, hv=0.0)  # nested lists are accepted
     assert not finite_and_min(jnp.asarray([1.0, jnp.inf]))[0]
     h = jnp.ones((6, 8)).at[2, 3].set(-0.5)
     with pytest.raises(ValueError, match=r"h has a negative value -0.5"):

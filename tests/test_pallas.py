@@ -80,8 +80,8 @@ def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
     _, model, state, dt = case
     beds = model.padded_beds()
     want = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds))(state)
-    assert bool(jnp.all(want.h >= 0.0))
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
+    assert _max_diff(want, state) > 1e-4 * scale  # the stage moves the state: not two no-ops
     base = jax.tree.map(lambda a: 0.5 * a + 0.1, state)
     for rows, cols, halo, recompute, alpha in ((8, None, 8, False, None),
                                                (8, 128, 8, False, 0.5),
@@ -226,14 +226,18 @@ def test_runs_carry_their_state_in_the_kernels_layout():
     assert float(jnp.max(jnp.abs(want.h))) > 0.0
 
 
-def test_the_kernel_choice():
-    """``kernel`` is validated; "auto" and "xla" stay with XLA on a CPU; "pallas" refuses a
-    CPU backend and a model it does not cover, naming why."""
+def test_the_kernel_choice(monkeypatch):
+    """``kernel`` is validated; "auto" and "xla" stay with XLA on a CPU, and "auto" on a TPU
+    below :data:`swe.pallas.AUTO_MIN_CELLS`; "pallas" refuses a CPU backend and a model it
+    does not cover, naming why. The backend the choice sees is set here, so the test means
+    the same on a CPU, GPU or TPU runner."""
     with pytest.raises(ValueError, match=r"kernel='cuda' is not supported.*'auto'"):
         swe.FiniteVolume(kernel="cuda")
     model, state = bench.problem(16)
     beds = model.padded_beds()
-    assert jax.default_backend() == "cpu"
+    monkeypatch.setattr(pallas.jax, "default_backend", lambda: "tpu")
+    assert pallas.chosen(model, beds) == "xla"  # 16^2 cells
+    monkeypatch.setattr(pallas.jax, "default_backend", lambda: "cpu")
     assert pallas.chosen(model, beds) == "xla"
     for kernel, want in (("xla", "xla"), ("auto", "xla"),
                          ("pallas-interpret", "pallas-interpret")):
@@ -309,8 +313,8 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
     """Pallas to Mosaic for a TPU (``jax.export``, no chip needed), float32, full-width rows
     (8 and 4 halo rows) and column blocks, with and without friction, forcing and
     inflows; with x64 on (as here), the kernels' Mosaic modules hold no 64-bit value (on a
-    TPU v5e the kernel compiler aborted the process on the float64 constants that Python
-    numbers had become, 12-07)."""
+    TPU v5e the kernel compiler aborts the process on float64 constants, which Python
+    numbers become with x64 on)."""
     monkeypatch.setattr(pallas.pl, "pallas_call",
                         functools.partial(pallas.pl.pallas_call, debug=True))
     model, state = bench.problem(64)
@@ -411,5 +415,6 @@ def test_check_stage_kernels_script_compares_scenarios(capsys):
                                                  "thacker_bowl"]
     for r in records:
         assert r["steps_xla"] == r["steps_pallas"] > 5, r
-        assert r["rel_l1_diff_h"] < 1e-13 and r["max_abs_diff_h"] >= 0.0, r
+        # Round-off of depths up to 1e3 m (measured: at most 4.5e-13 m).
+        assert r["rel_l1_diff_h"] < 1e-13 and r["max_abs_diff_h"] < 1e-11, r
         assert r["mass_pallas"] == pytest.approx(r["mass_xla"], rel=1e-13)

@@ -100,9 +100,9 @@ def test_blow_up_reports_time_and_step():
 
 
 def test_fixed_dt_past_the_cfl_limit_stops():
-    """A fixed dt with a Courant number above 1 stops the run (the positivity limiter kept
-    such runs finite: a 2 m / 1 m dam break with dt at Courant 1.8 returned 8.9 m depths
-    without a word); at Courant 0.9 it runs."""
+    """A fixed dt with a Courant number above 1 stops the run (the positivity limiter alone
+    keeps such runs finite: a 2 m / 1 m dam break with dt at Courant 1.8 would return 8.9 m
+    depths without a word); at Courant 0.9 it runs."""
     grid = swe.Grid(50, x=(0.0, 50.0))
     model = swe.ShallowWater(grid, g=9.81)
     state = swe.State(h=np.where(np.arange(50) < 25, 2.0, 1.0)[None, :], hu=0.0, hv=0.0)

@@ -13,7 +13,8 @@ from pathlib import Path
 from . import common
 from .common import FIGURES, HERE, CaseResult, Check
 
-# In the order of the validation issue.
+# The report's order: dam breaks, moving shorelines, balances and convergence, run-up,
+# stress, calibration.
 CASES = ("stoker", "ritter", "thacker_planar", "thacker_radial", "lake_at_rest",
          "smooth_convergence", "geostrophic", "synolakis", "stress", "calibration_sbc")
 

@@ -211,7 +211,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         f"Flat frictionless channel [{DOMAIN[0]:g}, {DOMAIN[1]:g}] m, one cell wide, walls at "
         f"both ends, dam at x0 = {X0:g} m: h = {H_LEFT:g} m upstream, dry downstream, at "
         f"rest, g = {G:g} m/s^2; the rarefaction head (x = {X0 - C0 * 40:.0f} m) and the "
-        f"front (x = {X0 + 2 * C0 * 40:.0f} m) stay inside at t = 40 s (the issue's [0, 1000] "
+        f"front (x = {X0 + 2 * C0 * 40:.0f} m) stay inside at t = 40 s (a [0, 1000] "
         "m channel would put a wall in the front's way at t = 25 s). Float64, CFL 0.45, "
         f"SSP-RK2, default `h_dry` (1e-6 m); grids dx = {grids} m; default scheme "
         f"({muscl_name()}, HLLC)"
@@ -219,7 +219,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         + f". Frames every {FRAME_INTERVAL:g} s, all checked for h >= 0. L1: relative L1 of h "
         f"over [{MEASURED[0]:g}, {MEASURED[1]:g}] m against exact cell averages, at t = 5, 20, "
         "40 s. **Front position**, three measures, signed (negative: behind), in percent. "
-        f"(1) *Wet front*, the criterion as the issue states it: the downstream face of the "
+        f"(1) *Wet front*, the acceptance criterion: the downstream face of the "
         f"last wet cell (h > {H_WET:g} m, swe's `h_dry`) against x0 + 2 c0 t, relative to "
         "x0 + 2 c0 t. (2) *Contour*, stricter and independent of where the origin lies: the "
         f"position where the numerical depth (linearly interpolated) falls below theta = "
@@ -247,7 +247,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
 
     notes = (
         f"At dx = {fdx} m: wet front {pct(finest['wet'])} of x0 + 2 c0 t at t = 5, 20, 40 s "
-        f"(the issue's criterion, met); {THETA:g} m contour {pct(finest['front'])} of 2 c0 t "
+        f"(the acceptance criterion, met); {THETA:g} m contour {pct(finest['front'])} of 2 c0 t "
         f"from rest, but {pct(restart['front'])} when restarted from the exact solution at "
         f"t = {t_restart:.3f} s (L1(h) {restart['l1'][-1]:.2e} instead of "
         f"{finest['l1'][-1]:.2e} at t = 40 s). Fitted orders at t = 40 s over dx = {grids} m: "

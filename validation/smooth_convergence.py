@@ -228,7 +228,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
         f"against log dx. **The 2-D threshold is checked on {CHECKED_2D}**, the default "
         "scheme (Koren's limiter, whose faces are third order where the data are smooth "
         "and monotone, with the second-order SSP-RK2), whose design order is 2 throughout; "
-        "van Leer's limiter (the default until 12-06) does not clip smooth extrema to "
+        "van Leer's limiter does not clip smooth extrema to "
         "first order either (minmod does, over a region that shrinks with dx, which lowers "
         "the L1 order on moderate grids). It is also checked in 1-D"
         + ("; all limiter and integrator combinations are in the table." if not quick else
@@ -251,7 +251,7 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
 
         mm, m4 = "2-D MUSCL-minmod, SSP-RK2", "2-D MUSCL-minmod, SSP-RK2, CFL 0.4"
         notes += (
-            f" **Minmod (the default limiter until 12-04) misses 1.8 in 2-D.** MUSCL-minmod "
+            f" **Minmod misses 1.8 in 2-D.** MUSCL-minmod "
             f"with SSP-RK2 reaches "
             f"{orders[mm][0]:.2f} over n = {grids(mm)} at CFL {CFL:g} (successive orders "
             f"{successive(mm)}) and {orders[m4][0]:.2f} at CFL 0.4 ({successive(m4)}); with "

@@ -206,14 +206,14 @@ def run(quick: bool = False, outdir: Path = FIGURES) -> CaseResult:
     if "MUSCL-HLLC, mc" in runs and runs["MUSCL-HLLC, mc"]["steps"] <= 1.2 * base:
         notes += (
             f" MC takes {runs['MUSCL-HLLC, mc']['steps']} steps, the default "
-            f"{base}. Before 12-04 (MUSCL kept its slopes in nearly dry cells) a film "
-            "about 1e-4 m deep on a steep slope stayed put while its velocity grew to "
+            f"{base}. Were MUSCL to keep its slopes in nearly dry cells, a film "
+            "about 1e-4 m deep on a steep slope would stay put while its velocity grew to "
             "556 m/s with MC (245027 steps) and 220 m/s with van Leer (113061 steps): "
-            "the MC-reconstructed face bed of the dry neighbour lay above the film's face "
-            "surface, so the hydrostatic reconstruction let no water out while the "
-            "bed-slope terms kept accelerating it (Delestre, Cordier, Darboux & James 2012, "
+            "the MC-reconstructed face bed of the dry neighbour lies above the film's face "
+            "surface, so the hydrostatic reconstruction lets no water out while the "
+            "bed-slope terms keep accelerating it (Delestre, Cordier, Darboux & James 2012, "
             "C. R. Acad. Sci. Paris, Ser. I 350, 677-681). Cells holding at most 1% of the "
-            "bed's step across a face now fall back to first order "
+            "bed's step across a face therefore fall back to first order "
             "(`swe.reconstruction.first_order_at_dry`), and every limiter takes about the "
             "same steps.")
     elif "MUSCL-HLLC, mc" in runs:
