@@ -116,3 +116,49 @@ def test_sharded_thinc_bvd_run_equals_the_single_device_run():
     with pytest.raises(ValueError, match="mesh=1x8 gives blocks 16x2 cells; the scheme needs "
                                          "at least 3 cells per block"):
         swe.simulate(model, s0, 60.0, mesh="1x8")
+
+
+_CLOSURE_CHECK = """
+import functools, sys
+import jax, jax.numpy as jnp, equinox as eqx
+from jax.sharding import NamedSharding, PartitionSpec as P
+if sys.argv[1] == "adjusted":
+    from swe.parallel import _compare_closures_without_sharding
+    _compare_closures_without_sharding()
+mesh = jax.make_mesh((2,), ("i",))
+@functools.partial(jax.shard_map, mesh=mesh, in_specs=P("i"), out_specs=P("i"),
+                   check_vma=False)
+def run(x):
+    constant = jnp.array(1.0)
+    converted = eqx.filter_closure_convert(lambda y: x * y, constant)
+    return converted(constant + 0)  # + 0 gives the argument the manual mesh's sharding
+x = jax.device_put(jnp.array([2.0, 3.0]), NamedSharding(mesh, P("i")))
+try:
+    print("result", jax.jit(run)(x).tolist())
+except ValueError as e:
+    print("ValueError", str(e).splitlines()[0])
+"""
+
+
+def test_equinox_closure_check_still_needs_the_adjustment():
+    """equinox pull request 1261's reproduction of diffrax issue 765: without
+    ``swe.parallel._compare_closures_without_sharding`` the pinned equinox rejects a
+    closure-converted call inside ``shard_map``; with it the call runs. When a release of
+    equinox accepts the call on its own, drop the adjustment and widen the pin."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "JAX_PLATFORMS": "cpu"}
+    out = {}
+    for mode in ("plain", "adjusted"):
+        run = subprocess.run([sys.executable, "-c", _CLOSURE_CHECK, mode], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        out[mode] = run.stdout.strip().splitlines()[-1]
+    assert out["plain"].startswith("ValueError Closure-converted function called with "
+                                   "different dynamic arguments"), (
+        f"equinox now accepts the call ({out['plain']!r}): remove the adjustment in "
+        "swe.parallel and the equinox pin in pyproject.toml")
+    assert out["adjusted"] == "result [2.0, 3.0]"
