@@ -30,18 +30,18 @@ def loops(n: int, riemann: str, reconstruction: str, integrator: str):
 
     from swe import bench
     from swe.model import FiniteVolume
-    from swe.simulate import _prepare, _solve
+    from swe.run import prepare, solve
     from swe.stepping import INTEGRATORS, CFLController, ShallowWaterTerm
 
     model, state0 = bench.problem(n, FiniteVolume(riemann=riemann, reconstruction=reconstruction))
-    run = _prepare(model, state0, bench.T_END, [bench.T_END], 0.0, 0.45, None, integrator,
-                   "float64", None, None, None)
+    run = prepare(model, state0, bench.T_END, [bench.T_END], 0.0, 0.45, None, integrator,
+                  "float64", None, None, None)
     controls = run.controls
     t_end = jnp.asarray(bench.T_END)
 
     def with_diffrax():
-        _, ys, _, steps = _solve(run.model, run.state0, jnp.asarray(0.0), t_end, t_end[None],
-                                 None, controls, integrator, None, 1)
+        _, ys, _, steps = solve(run.model, run.state0, jnp.asarray(0.0), t_end, t_end[None],
+                                None, controls, integrator, None, 1)
         return ys, steps
 
     @jax.jit

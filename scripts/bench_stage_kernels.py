@@ -1,5 +1,5 @@
 """Milliseconds per forward-Euler stage on the benchmark problem: XLA's stage against the
-Pallas kernel of :mod:`swe.pallas` at several block shapes (TPU only), and the device's two
+Pallas kernel of :mod:`swe.tpu_stage` at several block shapes (TPU only), and the device's two
 ceilings for a stage.
 
     python scripts/bench_stage_kernels.py --n 1024 2048 4096 --block-rows 16 32 \
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from swe import bench, pallas
+from swe import bench, tpu_stage
 
 
 def stage_inputs(n, precision):
@@ -40,7 +40,7 @@ def stage_inputs(n, precision):
 
 
 def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision="float32",
-                 halos=(pallas.HALO,)):
+                 halos=(tpu_stage.HALO,)):
     """ms per stage of the default scheme on the benchmark problem, XLA against Pallas
     (every ``block_rows`` x ``block_cols``, 0 for full-width rows), ``steps`` stages per
     timed call (a ``fori_loop``), interleaved, medians of ``repeat``."""
@@ -56,7 +56,7 @@ def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision=
                 for halo in halos:
                     name = f"pallas-{rows or 'auto'}x{cols or 'full'}-halo{halo}"
                     runs[name] = looped(functools.partial(
-                        lambda s, rows, cols, halo: pallas.euler_step(
+                        lambda s, rows, cols, halo: tpu_stage.euler_step(
                             model, 0.0, s, dt, beds, block_rows=rows or None,
                             block_cols=cols or None,
                             halo=halo),
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
                    help="rows per block, multiples of 8; 0: the package's choice")
     p.add_argument("--block-cols", type=int, nargs="+", default=[0, 1024],
                    help="column block widths, multiples of 128; 0: full-width rows")
-    p.add_argument("--halo", type=int, nargs="+", default=[pallas.HALO],
+    p.add_argument("--halo", type=int, nargs="+", default=[tpu_stage.HALO],
                    help="halo rows each side of a block (multiples of 4)")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeat", type=int, default=3)

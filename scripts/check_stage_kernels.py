@@ -1,5 +1,5 @@
 """Runs built-in scenarios with both stage kernels on this device and compares them: the
-check that the Pallas kernel of :mod:`swe.pallas` gives XLA's results on a real chip for
+check that the Pallas kernel of :mod:`swe.tpu_stage` gives XLA's results on a real chip for
 friction, forcing and inflows, and how long each took. On a TPU v5e (float32, 1536 cells
 across): the river flood (zoned Manning friction, an inflow hydrograph, an outflow)
 and Thacker's bowl gave equal final depths, the geostrophic adjustment (Coriolis,

@@ -17,7 +17,7 @@
 # float64: GPUs run it natively (at a fraction of the float32 rate on most cards); a TPU has
 # no float64 units, and on a TPU v5e (JAX 0.10.2) float64 runs do not compile; the
 # script tries one, last. On a TPU the default scheme's stages from 1536^2 cells are the
-# Pallas kernel (swe/pallas.py); XLA's stage runs beside it at N = 2048 for the ratio.
+# Pallas kernel (swe/tpu_stage.py); XLA's stage runs beside it at N = 2048 for the ratio.
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}

@@ -4,8 +4,7 @@ The public face. Build a :class:`Grid`, a :class:`ShallowWater` model over a bed
 initial :class:`State`, then :func:`simulate` and ``Result.to_xarray()``.
 """
 
-__version__ = "0.1.0"
-
+from .version import __version__
 from .cache import enable_compilation_cache
 from .boundaries import Boundaries, Inflow, Outflow, Periodic, Stage, Wall
 from .ensemble import EnsembleResult, iterate_ensemble, simulate_ensemble

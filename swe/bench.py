@@ -134,9 +134,11 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
     import jax
 
     from .errors import check_choice, check_positive_int
-    from .model import FiniteVolume, fusion_hints
-    from .pallas import taken
-    from .simulate import default_cfl, simulate
+    from .fusion import fusion_hints
+    from .model import FiniteVolume
+    from .run import default_cfl
+    from .simulate import simulate
+    from .stages import stage_kernel_for_run
 
     cfl = default_cfl(integrator) if cfl is None else cfl
     n = check_positive_int("n", n)
@@ -147,7 +149,7 @@ def run(n: int = 256, precision: str = "float64", riemann: str = "hllc",
     scheme = FiniteVolume(riemann=riemann, reconstruction=reconstruction, limiter=limiter,
                           kernel=kernel)
     model, state0 = problem(n, scheme)
-    ran = taken(model, integrator)
+    ran = stage_kernel_for_run(model, integrator)
     dx = model.grid.dx
     kwargs = dict(save_at=[t_end], cfl=cfl, integrator=integrator, dtype=precision,
                   envelopes=False)

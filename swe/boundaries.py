@@ -26,7 +26,7 @@ import numpy as np
 from jax import lax
 
 from .errors import check_forcing_output, is_concrete
-from .state import desingularised_velocity, safe_sqrt
+from .pointwise import desingularised_velocity, safe_sqrt
 
 SIDES = ("west", "east", "south", "north")
 

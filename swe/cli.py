@@ -294,7 +294,7 @@ def _run_options(options, args) -> dict:
 
 def _settings(options, precision, t_end) -> dict:
     """The scheme settings recorded in the output file's global attributes."""
-    from .simulate import default_cfl
+    from .run import default_cfl
 
     integrator = options.get("integrator", "ssprk2")
     return {"integrator": integrator,
@@ -334,7 +334,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     from .ensemble import iterate_ensemble
     from .output import NetCDFWriter, check_output_path, is_zarr
     from .scenario import build, parse_ensemble
-    from .simulate import output_times
+    from .run import output_times
 
     if args.mesh:
         raise _BadInput("swe run: --ensemble splits members, not the grid, over devices: "

@@ -20,10 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from . import pallas
 from .errors import SimulationError, check_choice, is_concrete, on_host
 from .model import ShallowWater
-from .simulate import Result, _check_gauges, _prepare, _raise_failure, _solve
+from .run import check_gauges, prepare, raise_failure, solve
+from .simulate import Result
+from .stages import batch_kernel, stage_kernel_for_run
 from .state import State
 from .stepping import Envelopes, Tracked, start_envelopes, state_of
 
@@ -144,8 +145,8 @@ def _solve_batch(model, y0, model_axes, y_axes, t0, t1, stops, save_ts, controls
     loop); with a 1-D ``("member",)`` mesh, each device runs that over its share of the
     members (``jax.shard_map``; no communication at all)."""
     def one(m, y):
-        return _solve(m, y, t0, t1, stops, save_ts, controls, integrator, max_steps,
-                      checkpoints)
+        return solve(m, y, t0, t1, stops, save_ts, controls, integrator, max_steps,
+                     checkpoints)
 
     def batch(m, y):
         if batching == "vmap":
@@ -223,8 +224,8 @@ def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, 
     runs, checked = [], {}  # a state shared by members is checked once
     for m, s in zip(models, states):
         key = (id(s), m.grid.shape)
-        runs.append(_prepare(m, checked.get(key, s), t_end, save_at, t0, cfl, dt, integrator,
-                             dtype, max_steps, dt_min, dt_max, state_checked=key in checked))
+        runs.append(prepare(m, checked.get(key, s), t_end, save_at, t0, cfl, dt, integrator,
+                            dtype, max_steps, dt_min, dt_max, state_checked=key in checked))
         checked.setdefault(key, runs[-1].state0)
     labels = tuple(range(count)) if members is None else tuple(members)
     if len(labels) != count:
@@ -243,15 +244,15 @@ def _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, 
         y0, y_axes = _stack(y0s)
     return _Ensemble(runs, count, labels, model, model_axes, y0, y_axes,
                      None if devices in (None, 1) else mesh,
-                     pallas.taken(batched[0], integrator))
+                     stage_kernel_for_run(batched[0], integrator))
 
 
 def _batch_kernel(model, count, devices, batching) -> str:
     """The ``kernel`` setting of a batch of ``count`` members of ``model``: for a vmapped
-    batch, chosen by each device's members' cells (:func:`swe.pallas.batch_kernel`)."""
+    batch, chosen by each device's members' cells (:func:`swe.stages.batch_kernel`)."""
     if batching != "vmap":
         return model.scheme.kernel
-    return pallas.batch_kernel(model, -(-count // (devices or 1)))
+    return batch_kernel(model, -(-count // (devices or 1)))
 
 
 def _with_kernel(model, kernel):
@@ -267,9 +268,9 @@ def stage_kernel(model, count: int, *, devices=None, batching: str = "vmap",
     """The stage kernel (``"xla"``, ``"pallas"``, ...) each member's steps take in an
     ensemble of ``count`` members of ``model`` on this backend: what its outputs record as
     ``stage_kernel`` (a vmapped batch may take the Pallas stage where one member alone
-    would not; see :func:`swe.pallas.batch_kernel`)."""
+    would not; see :func:`swe.stages.batch_kernel`)."""
     kernel = _batch_kernel(model, count, devices, batching)
-    return pallas.taken(_with_kernel(model, kernel), integrator)
+    return stage_kernel_for_run(_with_kernel(model, kernel), integrator)
 
 
 @functools.partial(jax.jit, static_argnames=("count", "n", "last", "envelopes"))
@@ -289,8 +290,8 @@ def _split_members(ts, ys, num_steps, *, count, n, last, envelopes):
 def _check_member(result, k, labels, ts, ys, num_steps, max_steps):
     """Raise the :class:`~swe.SimulationError` of member ``k`` with its label."""
     try:
-        _raise_failure(jax.tree.map(lambda v: v[k], result), ts[k],
-                       state_of(jax.tree.map(lambda x: x[k], ys)), num_steps[k], max_steps)
+        raise_failure(jax.tree.map(lambda v: v[k], result), ts[k],
+                      state_of(jax.tree.map(lambda x: x[k], ys)), num_steps[k], max_steps)
     except Exception as exc:
         raise type(exc)(f"ensemble member {labels[k]!r}: {exc}", time=exc.time,
                         step=exc.step) from None
@@ -312,7 +313,7 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
     device's members one after another inside the same compiled call instead of
     vmapping them (on a CPU, where a batch of grids falls out of cache, this is the faster
     one). A vmapped batch's stage kernel is chosen by the batch's cells
-    (:func:`swe.pallas.batch_kernel`: on a TPU, ``kernel="auto"`` takes the Pallas stage
+    (:func:`swe.stages.batch_kernel`: on a TPU, ``kernel="auto"`` takes the Pallas stage
     for members whose cells together reach 1024^2). Every member's result equals its
     single run whatever the device count. Raises
     :class:`~swe.SimulationError` naming the first member that failed.
@@ -321,7 +322,7 @@ def simulate_ensemble(models, states, t_end, save_at=None, *, members=None,
     ens = _ensemble(models, states, t_end, save_at, members, t0, cfl, dt, integrator, dtype,
                     max_steps, dt_min, dt_max, envelopes, arrival_threshold, devices, batching)
     run = ens.runs[0]
-    gauges = _check_gauges(gauges, run.model)
+    gauges = check_gauges(gauges, run.model)
     stops = np.unique(np.append(run.times, run.t_end))
     only_end = run.times.size == 1 and run.times[0] == run.t_end
     start = _time.perf_counter()

@@ -7,7 +7,6 @@ sources, friction); a term that is absent is not traced, so it costs nothing.
 from __future__ import annotations
 
 import functools
-import os
 
 import equinox as eqx
 import jax
@@ -16,14 +15,25 @@ from jaxtyping import Array, Float
 
 from .boundaries import (Boundaries, Outflow, Periodic, Wall, ghost_cells,
                          impose_face_fluxes, pad_bed)
-from .errors import check_choice, check_field, check_finite_scalar, is_concrete
+from .errors import check_choice, check_field, check_finite_scalar
+from .fusion import in_one_loop, materialised, over_grid, register_stable, stencil, written_once
 from .grid import Grid
+from .pointwise import (blended, centred_bed_slope, desingularised_velocity, euler_update,
+                        first_order_interface, friction_decay_rate, interface, safe_sqrt,
+                        shu_osher, source_update)
 from .reconstruction import (BVD, BVD_LIMITERS, LIMITERS, RECONSTRUCTIONS, bvd_candidates,
-                             bvd_cell, cell_differences, thinc_exponential,
-                             hydrostatic_reconstruction, muscl_cell)
+                             bvd_cell, cell_differences, muscl_cell, thinc_exponential)
 from .riemann import RIEMANN_SOLVERS
 from .sources import AbstractFriction, AbstractMassSource, BetaPlane, WindStress
-from .state import State, desingularised_velocity, safe_sqrt
+from .stages import KERNELS, stage_kernel
+from .state import State
+from .tpu_stage import BlockLayout
+from .tpu_stage import euler_step as tpu_euler_step
+from .tpu_stage import ssp_step as tpu_ssp_step
+
+# The limiters (some are closures) and the Riemann solvers are built once, at import: each
+# stands for itself in the keys of the kernels that fusion.reused builds from them.
+register_stable(*LIMITERS.values(), *RIEMANN_SOLVERS.values())
 
 
 class FiniteVolume(eqx.Module):
@@ -50,9 +60,9 @@ class FiniteVolume(eqx.Module):
       order whatever the limiter (:func:`swe.reconstruction.first_order_at_dry`).
     * ``kernel``: how a stage is computed, not what: ``"auto"`` (the default) runs each
       forward-Euler stage as one Pallas kernel on a TPU for grids of 1536^2 cells or more
-      when the kernel covers the model (:func:`swe.pallas.unsupported`; whole runs 1.6x to
+      when the kernel covers the model (:func:`swe.stages.unsupported`; whole runs 1.6x to
       2.6x quicker at N = 1536 to 4096 on a TPU v5e; a vmapped ensemble takes it when its
-      members' cells together reach 1024^2, :func:`swe.pallas.batch_kernel`), and through
+      members' cells together reach 1024^2, :func:`swe.stages.batch_kernel`), and through
       XLA otherwise; ``"xla"``
       always through XLA; ``"pallas"`` always the kernel (ValueError off a TPU or for a
       model it does not cover); ``"pallas-interpret"`` the kernel in interpret mode (slow;
@@ -65,8 +75,6 @@ class FiniteVolume(eqx.Module):
     kernel: str = eqx.field(static=True, default="auto")
 
     def __check_init__(self):
-        from .pallas import KERNELS
-
         check_choice("kernel", self.kernel, KERNELS)
         check_choice("riemann", self.riemann, RIEMANN_SOLVERS)
         check_choice("reconstruction", self.reconstruction, RECONSTRUCTIONS)
@@ -92,245 +100,13 @@ class FiniteVolume(eqx.Module):
         return RIEMANN_SOLVERS[self.riemann.lower()]
 
 
-def blended(alpha, base, new):
-    """``alpha * base + (1 - alpha) * new``, leaf by leaf: a stage of an SSP Runge-Kutta
-    scheme in Shu-Osher form (``alpha`` a Python float)."""
-    return jax.tree.map(lambda a, b: alpha * a + (1.0 - alpha) * b, base, new)
-
-
-def shu_osher(stage, t, state, dt, stages):
-    """A step of an SSP Runge-Kutta scheme in Shu-Osher form: ``stage(t, y, blend)`` is a
-    forward Euler stage from ``y`` at ``t`` (``blend=(alpha, state)``: returned as
-    :func:`blended` ``(alpha, state, stage)``); the first from ``state`` at ``t``, then
-    one per ``(alpha, c)`` in ``stages`` at ``t + c dt`` from the one before."""
-    y = stage(t, state, None)
-    for alpha, c in stages:
-        y = stage(t + c * dt, y, (alpha, state))
-    return y
-
-
-def _interface(hL, uL, vL, bL, hR, uR, vR, bR, g, riemann):
-    """Flux through one interface and the hydrostatic pressure corrections of its sides."""
-    hL_star, hR_star = hydrostatic_reconstruction(hL, bL, hR, bR)
-    f_h, f_hu, f_hv = riemann(hL_star, uL, vL, hR_star, uR, vR, g)
-    corr_left = 0.5 * g * (hL * hL - hL_star * hL_star)
-    corr_right = 0.5 * g * (hR * hR - hR_star * hR_star)
-    return f_h, f_hu, f_hv, corr_left, corr_right
-
-
-_BUILT: dict = {}  # (builder, key) -> function, for :func:`_reused`
-# Stable keys themselves: the functions in _BUILT, and the limiters and Riemann solvers
-# (some limiters are closures, built once at import).
-_STABLE_IDS: set = {id(f) for f in (*LIMITERS.values(), *RIEMANN_SOLVERS.values())}
-
-
-def _stable_key(fn):
-    """A key equal across traces for ``fn``: the function itself if it is a module-level
-    function without a closure, one of the registered limiters and Riemann solvers (built
-    once, at import) or built by :func:`_reused`; a ``functools.partial`` of one by its
-    parts (values with their types: ``1 == 1.0 == True``). TypeError for closures,
-    lambdas and callable objects (new objects each trace: built every time)."""
-    def part(v):
-        return _stable_key(v) if callable(v) else (type(v), v)
-
-    if isinstance(fn, functools.partial):
-        return ("partial", _stable_key(fn.func), tuple(part(a) for a in fn.args),
-                tuple(sorted((k, part(v)) for k, v in fn.keywords.items())))
-    if id(fn) in _STABLE_IDS:
-        return fn
-    if (callable(fn) and "<" not in getattr(fn, "__qualname__", "<")
-            and getattr(fn, "__closure__", None) is None):
-        return fn
-    raise TypeError(f"no stable key for {fn!r}")
-
-
-def _reused(jitted: bool):
-    """Builds a kernel function once per kernel and settings (and :func:`fusion_hints`
-    mode), jitted if ``jitted``, and hands out the same function on every later call.
-
-    A gradient through a run traces each step's kernels many times (diffrax's checkpointed
-    loop and equinox's resolution of which values it differentiates trace the step again
-    and again, and each custom VJP's backward function with it). A function rebuilt on
-    every trace is traced anew each time; the same jitted function is traced once per
-    input shape and taken from JAX's cache after that, and so are its derivatives. XLA
-    inlines the nested calls. The gradient of the benchmark's loss (scripts/bench_gradient.py)
-    at 64^2, 200 steps, float64, on a 2-core x86-64 CPU: traced in 3.9 s against 6.2 s
-    without the reuse, its optimized HLO the same instruction for instruction (a while
-    loop's carry in another order; the forward run's identical); at 128^2, 1000 steps,
-    compiled with its tracing in 11.5-11.9 s against 14.1-15.7 s. Closures and lambdas (no
-    stable key) are built on every trace. A kernel must be a pure function of its arguments
-    and its key: one that read a module constant while traced would keep the value of its
-    first trace (``_BUILT.clear()`` and ``jax.clear_caches()`` forget them).
-    """
-    def decorate(builder):
-        @functools.wraps(builder)
-        def build(kernel, *args, **kwargs):
-            try:
-                key = (builder, _stable_key(kernel), args, tuple(sorted(kwargs.items())),
-                       fusion_hints())
-                hash(key)
-            except TypeError:
-                return builder(kernel, *args, **kwargs)
-            if key not in _BUILT:
-                fn = builder(kernel, *args, **kwargs)
-                _BUILT[key] = _traced_jitted(fn) if jitted else fn
-                _STABLE_IDS.add(id(_BUILT[key]))
-            return _BUILT[key]
-        return build
-    return decorate
-
-
-def _traced_jitted(fn):
-    """``fn`` through ``jax.jit`` when called with traced arguments (inside a traced
-    function, where XLA inlines it), and as it is when called eagerly, so that an eager
-    call computes exactly what it did (compiled on its own, XLA may contract a
-    multiply-add that the eager call rounds twice)."""
-    jitted = jax.jit(fn)
-
-    @functools.wraps(fn)
-    def call(*args):
-        traced = not all(is_concrete(x) for x in jax.tree.leaves(args))
-        return (jitted if traced else fn)(*args)
-
-    return call
-
-
-@_reused(jitted=False)
-def _over_grid(kernel, n_args, n_scalars=1):
-    """Lifts a scalar kernel over a 2-D array of interfaces (or cells) with two nested
-    ``vmap``s: ``n_args`` grid arguments, then ``n_scalars`` scalars."""
-    axes = (0,) * n_args + (None,) * n_scalars
-    return jax.vmap(jax.vmap(kernel, in_axes=axes), in_axes=axes)
-
-
-def _transparent(fn):
-    """``fn``, an identity on values that only guides XLA, made the identity for
-    derivatives too: tangents pass straight through, so cotangents do as well (the
-    transpose of a barrier would be a barrier on the cotangents)."""
-    wrapped = jax.custom_jvp(fn)
-    wrapped.defjvp(lambda primals, tangents: (wrapped(*primals), tuple(tangents)))
-    return wrapped
-
-
-def fusion_hints() -> bool:
-    """Whether :func:`in_one_loop` and :func:`written_once` steer XLA (read when a function
-    is traced): on unless the environment variable ``SWE_FUSION_HINTS`` is ``off``.
-
-    They were written for XLA:CPU, which makes no multi-output fusions (there, off is
-    about 100x slower). XLA on a TPU does fuse shared work, yet the hints still paid off
-    on the default scheme: TPU v5e, float32, benchmark problem at N = 1024, one process
-    each: 1.33 Gcell-updates/s with them, 1.11 without; at N = 2048 0.49 against
-    0.43 (separate calls). First order and the split scheme may run faster without them
-    there (2.0 against 1.16, 0.73 against 0.61 Gcell/s at N = 4096, separate calls and
-    run lengths): not settled, hence the switch.
-    """
-    mode = os.environ.get("SWE_FUSION_HINTS", "on").lower()
-    if mode not in ("on", "off"):
-        raise ValueError(f"SWE_FUSION_HINTS={mode!r} is invalid; expected on or off")
-    return mode == "on"
-
-
-def in_one_loop(*arrays):
-    """The identity on same-shaped arrays, computed in one loop over the grid where
-    :func:`fusion_hints` are on (:func:`_in_one_loop`); returns a tuple."""
-    return _in_one_loop(*arrays) if fusion_hints() else tuple(arrays)
-
-
-def written_once(*arrays):
-    """The identity, each array written to memory once where :func:`fusion_hints` are on
-    (:func:`_written_once`); returns a tuple."""
-    return _written_once(*arrays) if fusion_hints() else tuple(arrays)
-
-
-@_transparent
-def _in_one_loop(*arrays):
-    """The identity on same-shaped arrays, computed by XLA in a single loop over the grid.
-
-    XLA:CPU makes no multi-output fusions: when several results share a pointwise
-    expression (the outputs of a Riemann kernel, the input cotangents of its VJP), each one
-    is a separate loop that recomputes the shared part. Here they become the operands of one
-    variadic reduction over a trailing axis of length 2 (the value, then a zero), which XLA
-    emits as one fused loop computing every operand per point, so that the shared
-    subexpressions are evaluated once. ``0 + x + 0`` is exactly ``x``. Interface kernel
-    of one sweep, float64, N = 512 (HLL / HLLC): 0.72 / 1.23 ms against 1.91 / 2.68 ms for
-    the same outputs stacked into one buffer. The results sit behind an optimization barrier
-    so that XLA does not fuse (recompute) them into their consumers.
-    """
-    pairs = [jnp.stack([a, jnp.zeros_like(a)], axis=-1) for a in arrays]
-    zeros = [jnp.zeros((), a.dtype) for a in arrays]
-    out = jax.lax.reduce(pairs, zeros, lambda xs, ys: tuple(x + y for x, y in zip(xs, ys)),
-                         (arrays[0].ndim,))
-    return jax.lax.optimization_barrier(tuple(out))
-
-
-@_transparent
-def _written_once(*arrays):
-    """The identity, each array written to memory once, behind an optimization barrier.
-
-    For the padded fields: otherwise XLA rewrites every shifted slice of a ghost-cell
-    concatenation into a concatenation of its own, one more pass over the grid each.
-    Euler stage at N = 512 (timed with a constant bed): first order about 15% faster,
-    MUSCL 6.8 -> 4.8 ms. The barrier is
-    in the forward pass only; its transpose, a barrier on the cotangents, made the gradient
-    of 100 MUSCL steps at 128^2 1.36 s against 1.11 s.
-    """
-    return jax.lax.optimization_barrier(arrays)
-
-
-@_reused(jitted=True)
-def _materialised(fn):
-    """``fn(*args)`` for a pointwise kernel over the grid (pytrees of grid-shaped arrays and
-    scalars in, grid-shaped arrays out), all outputs computed in one loop
-    (:func:`in_one_loop`).
-
-    Its VJP saves only the kernel's inputs, and recomputes the kernel and its VJP in the
-    reverse pass, again with all the grid-shaped input cotangents in one loop. Plain
-    autodiff instead stores the kernel's intermediates, each written by its own pass over
-    the grid (XLA:CPU makes no multi-output fusions). Gradient of 100 steps at 128^2,
-    measured in alternating runs: MUSCL-HLLC 1.1 s (2.3 s with a loop per input
-    cotangent); first-order HLLC 1.06 s against 1.55 s with plain autodiff. Forward-mode
-    autodiff loses nothing: diffrax's checkpointed adjoint is reverse-mode only anyway.
-    """
-    def together(*args):
-        return in_one_loop(*fn(*args))
-
-    run = jax.custom_vjp(together)
-
-    def run_fwd(*args):
-        return together(*args), args
-
-    def run_bwd(args, ct):
-        # The output cotangents first, in one loop of their own: fused into the kernel's
-        # VJP, their producers (the divergence's transposes) were recomputed per use.
-        ct = in_one_loop(*ct)
-        leaves, tree = jax.tree.flatten(jax.vjp(fn, *args)[1](tuple(ct)))
-        shape = ct[0].shape  # the grid's; the rest (gravity, a scalar Manning n) are scalars
-        fused = iter(in_one_loop(*(c for c in leaves if c.shape == shape)))
-        return jax.tree.unflatten(tree, [next(fused) if c.shape == shape else c
-                                         for c in leaves])
-
-    run.defvjp(run_fwd, run_bwd)
-    return run
-
-
-def _first_order_interface(h0, hp, u0, up, t0, tp, b0, bp, g, *, riemann):
-    """:func:`_interface` between two cells of the stencil ``(0, p)`` (piecewise constant)."""
-    return _interface(h0, u0, t0, b0, hp, up, tp, bp, g, riemann)
-
-
-def _centred_bed_slope(faces, g):
-    """``g/2 (h_- + h_+)(b_+ - b_-)`` of a cell from its face values, as
-    :func:`swe.reconstruction.muscl_cell` returns them (right face, then left face)."""
-    return 0.5 * g * (faces[4] + faces[0]) * (faces[3] - faces[7])
-
-
 def _muscl_interfaces(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riemann):
     """The MUSCL interfaces along ``axis`` of padded fields (2 ghost cells each side, 3
     for THINC-BVD), in two kernels: each cell's face values
     (:func:`swe.reconstruction.muscl_cell`, a 3-cell stencil; for THINC-BVD the
-    candidates, then :func:`swe.reconstruction.bvd_cell`), then :func:`_interface` of the
-    ``n + 1`` interfaces; and the centred bed-slope term ``g/2 (h_- + h_+)(b_+ - b_-)`` of
-    the cells from their own face values.
+    candidates, then :func:`swe.reconstruction.bvd_cell`), then
+    :func:`swe.pointwise.interface` of the ``n + 1`` interfaces; and the centred bed-slope
+    term ``g/2 (h_- + h_+)(b_+ - b_-)`` of the cells from their own face values.
 
     Each kernel computes all its outputs in one loop, and so does its VJP. One kernel of
     both, written for one interface over a 4-cell stencil, computes every cell's face
@@ -364,83 +140,21 @@ def _muscl_interfaces(h, un, ut, bed, g, h_dry, *courant, axis, n, limiter, riem
         exponentials = written_once(*(
             ones_around(thinc_exponential(a, b, limiter.beta))
             for a, b in cell_differences(*(shifted(f, k) for f in fields for k in range(3)))))
-        candidates = _stencil(
+        candidates = stencil(
             functools.partial(bvd_candidates, limiter=limiter.muscl, beta=limiter.beta),
             axis=axis, size=n + 4, width=3, n_scalars=0, n_fields=8)(*fields, *exponentials)
         cells = [jax.lax.slice_in_dim(x, 1, n + 5, axis=axis) for x in (h, un, ut, bed)]
-        edges = _stencil(bvd_cell, axis=axis, size=n + 2, width=3, n_scalars=2 + len(courant),
+        edges = stencil(bvd_cell, axis=axis, size=n + 2, width=3, n_scalars=2 + len(courant),
                          n_fields=4 + len(candidates))(*cells, *candidates, g, h_dry, *courant)
     else:
-        edges = _stencil(functools.partial(muscl_cell, limiter=limiter), axis=axis,
+        edges = stencil(functools.partial(muscl_cell, limiter=limiter), axis=axis,
                          size=n + 2, width=3, n_scalars=2 + len(courant))(
             h, un, ut, bed, g, h_dry, *courant)
     left = [jax.lax.slice_in_dim(x, 0, n + 1, axis=axis) for x in edges]
     right = [jax.lax.slice_in_dim(x, 1, n + 2, axis=axis) for x in edges[4:]]
-    flux = _materialised(_over_grid(functools.partial(_interface, riemann=riemann), 8))(
+    flux = materialised(over_grid(functools.partial(interface, riemann=riemann), 8))(
         *left[:4], *right, g)
-    return (*flux, _centred_bed_slope(left, g))
-
-
-@_reused(jitted=True)
-def _stencil(kernel, *, axis: int, size: int, width: int, n_scalars: int, n_fields: int = 4):
-    """A kernel of ``width`` consecutive cells along ``axis``, written for one point
-    (scalars in: ``width`` values of each of ``n_fields`` fields, then ``n_scalars``
-    scalars), lifted
-    over the ``size`` points whose stencils start at padded cells ``0 .. size - 1``:
-    ``run(*padded_fields, *scalars)``.
-
-    Every output is computed in one loop over the grid (:func:`in_one_loop`). The VJP saves
-    only the padded fields (already in memory), and the reverse pass computes each field's
-    cotangent per cell in one loop, recomputing the kernel and its VJP at the ``width``
-    stencils that hold the cell. (Computing the ``4 * width`` stencil cotangents in one
-    loop and adding them by shifting takes 1.1x the benchmark gradient's time.)
-    Plain autodiff instead stores the kernel's inputs
-    (the face values, each written by its own loop that recomputes the limiters) and its
-    intermediates, and transposes them one loop each (XLA:CPU makes no multi-output
-    fusions). Forward-mode autodiff is not needed: diffrax's checkpointed adjoint is
-    reverse-mode only.
-    """
-    lifted = _over_grid(kernel, n_fields * width, n_scalars)
-
-    def points(fields, start=0, length=size):
-        """Each field's ``width`` slot values at the ``length`` stencils from ``start``."""
-        return [jax.lax.slice_in_dim(f, start + k, start + k + length, axis=axis)
-                for f in fields for k in range(width)]
-
-    def apply(*args):
-        return in_one_loop(*lifted(*points(args[:n_fields]), *args[n_fields:]))
-
-    run = jax.custom_vjp(apply)
-
-    def run_fwd(*args):
-        return apply(*args), args
-
-    def run_bwd(args, ct):
-        fields, scalars = args[:n_fields], args[n_fields:]
-        length = fields[0].shape[axis]
-        pad = [(0, 0), (0, 0)]
-        pad[axis] = (width - 1, width - 1)
-        # Gathered per cell: cell c is slot k of the stencil starting at c - k, so its
-        # cotangent is the sum over k of that stencil's slot-k cotangent, all in one loop
-        # (the kernel's VJP evaluated ``width`` times per cell). Edge values keep the
-        # kernel finite at the stencils outside the grid, whose cotangents are zero.
-        ext = [jnp.pad(f, pad, mode="edge") for f in fields]
-        ct_ext = [jnp.pad(c, pad) for c in ct]
-        totals = [0.0] * n_fields
-        for k in range(width):
-            start = width - 1 - k
-            cs = tuple(jax.lax.slice_in_dim(c, start, start + length, axis=axis)
-                       for c in ct_ext)
-            cts = jax.vjp(lifted, *points(ext, start, length), *scalars)[1](cs)
-            totals = [t + cts[width * f + k] for f, t in enumerate(totals)]
-            if k == 0:
-                # Every stencil that exists is among these (the rest have zero
-                # cotangents), so these are the scalars' whole cotangents.
-                scalar_cts = cts[n_fields * width:]
-        return (*in_one_loop(*totals), *scalar_cts)
-
-    run.defvjp(run_fwd, run_bwd)
-    return run
+    return (*flux, centred_bed_slope(left, g))
 
 
 class Fluxes(eqx.Module):
@@ -529,7 +243,7 @@ class ShallowWater(eqx.Module):
         """A direction that carries fluxes needs as many cells as the scheme has ghost
         cells (the boundary fills mirror that many): ValueError naming it otherwise."""
         ng = self.scheme.ghost_cells
-        for axis in self._sweeps():
+        for axis in self.swept_axes():
             name, n, sides = (("nx", self.grid.nx, "west and east") if axis == 1
                               else ("ny", self.grid.ny, "south and north"))
             if n < ng:
@@ -540,7 +254,7 @@ class ShallowWater(eqx.Module):
                     "cells, reconstruction='first_order' (1 cell), or walls, outflows or "
                     f"periodic {sides} sides on a one-cell direction")
 
-    def _sweeps(self) -> tuple[int, ...]:
+    def swept_axes(self) -> tuple[int, ...]:
         """Axes that carry fluxes. A direction one cell wide whose two sides are walls,
         outflows or periodic has identical states across both faces, so its fluxes cancel
         exactly and the sweep is skipped (a 1-D channel costs a 1-D run)."""
@@ -556,7 +270,7 @@ class ShallowWater(eqx.Module):
         """The bed with ghost cells, per swept axis; computed once per run, not per stage."""
         ng = self.scheme.ghost_cells
         pad = pad_bed if self.decomposition is None else self.decomposition.pad_bed
-        return {axis: pad(self.bed, self.boundaries, axis, ng) for axis in self._sweeps()}
+        return {axis: pad(self.bed, self.boundaries, axis, ng) for axis in self.swept_axes()}
 
     def _ghost_cells(self, *args, **kwargs):
         """Ghost cells from the boundary conditions, or from the neighbouring devices'
@@ -611,8 +325,8 @@ class ShallowWater(eqx.Module):
         # stage 5x slower, and one loop per output (stacked into a buffer) 1.4x (first
         # order) to 1.65x (MUSCL) slower (Euler stage, N = 512, constant bed).
         if limiter is None:
-            kernel = functools.partial(_first_order_interface, riemann=riemann)
-            f_h, f_n, f_t, corr_l, corr_r = _stencil(
+            kernel = functools.partial(first_order_interface, riemann=riemann)
+            f_h, f_n, f_t, corr_l, corr_r = stencil(
                 kernel, axis=axis, size=n + 1, width=2, n_scalars=1)(h, un, ut, bed_padded,
                                                                      self.g)
         else:
@@ -690,18 +404,10 @@ class ShallowWater(eqx.Module):
         dhu = dhu if shu is None else dhu + shu
         dhv = dhv if shv is None else dhv + shv
         if self.friction is not None:
-            k = self._decay_rate(self.friction, state.h, state.h, state.hu, state.hv, self.g,
-                                 self.h_dry)
+            k = friction_decay_rate(self.friction, state.h, state.h, state.hu, state.hv,
+                                    self.g, self.h_dry)
             dhu, dhv = dhu - k * state.hu, dhv - k * state.hv
         return State.rates(dh, dhu, dhv)
-
-    @staticmethod
-    def _decay_rate(friction, depth, h, hu, hv, g, h_dry):
-        """The friction law's rate ``k`` at ``depth`` with the speed of ``(h, hu, hv)``
-        (desingularised); pointwise."""
-        u = desingularised_velocity(h, hu, h_dry)
-        v = desingularised_velocity(h, hv, h_dry)
-        return friction.decay_rate(depth, safe_sqrt(u * u + v * v), g, h_dry)
 
     def _positivity_scale(self, fluxes: dict[int, Fluxes], h, dt):
         """Per-interface factors in (0, 1] so that no cell loses more water than it holds.
@@ -742,32 +448,31 @@ class ShallowWater(eqx.Module):
         Explicit fluxes (draining-time limited) and sources, then semi-implicit friction.
         Only the directions in ``beds`` are swept. ``predictor``: MUSCL-Hancock face values
         (a sweep of :meth:`split_step`); ``sources=False`` leaves out the forcing and the
-        friction. ``blend=(alpha, base)`` returns :func:`blended` ``(alpha, base, step)``,
-        a stage of an SSP Runge-Kutta scheme in Shu-Osher form. Computed by
-        :meth:`xla_euler_step` or by the Pallas kernel of :mod:`swe.pallas` (the blend
-        included), as ``scheme.kernel`` chooses (:func:`swe.pallas.chosen`).
+        friction. ``blend=(alpha, base)`` returns :func:`swe.pointwise.blended`
+        ``(alpha, base, step)``, a stage of an SSP Runge-Kutta scheme in Shu-Osher form.
+        Computed by :meth:`xla_euler_step` or by the Pallas kernel of
+        :mod:`swe.tpu_stage` (the blend included), as ``scheme.kernel`` chooses
+        (:func:`swe.stages.stage_kernel`).
         """
-        from . import pallas
-
-        kernel = pallas.chosen(self, beds, predictor=predictor)
+        kernel = stage_kernel(self, beds, predictor=predictor)
         if kernel != "xla":
-            return pallas.euler_step(self, t, state, dt, beds, sources=sources, blend=blend,
-                                     interpret=kernel == "pallas-interpret")
+            return tpu_euler_step(self, t, state, dt, beds, sources=sources, blend=blend,
+                                  interpret=kernel == "pallas-interpret")
         return self.xla_euler_step(t, state, dt, beds, predictor=predictor, sources=sources,
                                    blend=blend)
 
     def ssp_step(self, t, state: State, dt, beds, stages=()) -> State:
-        """A step of an SSP Runge-Kutta scheme in Shu-Osher form (:func:`shu_osher`) over
-        :meth:`euler_step` stages, ``stages`` its ``(alpha, c)`` after the first. Through
-        the Pallas kernel (:func:`swe.pallas.ssp_step`, its stages chained in the kernel's
-        layout) where ``scheme.kernel`` takes it, else :meth:`xla_ssp_step`. A
-        :class:`swe.pallas.Laid` state (a run's carry in the kernel's layout) gives one."""
-        from . import pallas
-
-        kernel = pallas.chosen(self, beds)
-        if kernel != "xla" or isinstance(state, pallas.Laid):
-            return pallas.ssp_step(self, t, state, dt, beds, stages,
-                                   interpret=kernel == "pallas-interpret")
+        """A step of an SSP Runge-Kutta scheme in Shu-Osher form
+        (:func:`swe.pointwise.shu_osher`) over :meth:`euler_step` stages, ``stages`` its
+        ``(alpha, c)`` after the first. Through the Pallas kernel
+        (:func:`swe.tpu_stage.ssp_step`, its stages chained in the kernel's layout) where
+        ``scheme.kernel`` takes it, else :meth:`xla_ssp_step`. A
+        :class:`swe.tpu_stage.BlockLayout` state (a run's carry in the kernel's layout)
+        gives one."""
+        kernel = stage_kernel(self, beds)
+        if kernel != "xla" or isinstance(state, BlockLayout):
+            return tpu_ssp_step(self, t, state, dt, beds, stages,
+                                interpret=kernel == "pallas-interpret")
         return self.xla_ssp_step(t, state, dt, beds, stages)
 
     def xla_ssp_step(self, t, state: State, dt, beds, stages=()) -> State:
@@ -787,7 +492,7 @@ class ShallowWater(eqx.Module):
         dhu = dhu if shu is None else dhu + shu
         dhv = dhv if shv is None else dhv + shv
         friction = self.friction if sources else None
-        # Pointwise, so one loop forward and one loop for its VJP (_materialised); XLA
+        # Pointwise, so one loop forward and one loop for its VJP (materialised); XLA
         # fuses the divergence of the limited fluxes into that one loop (the draining
         # factors keep a loop of their own). Against a loop of their own for the depth and
         # each momentum, each recomputing the scaled fluxes (and the friction factor, if
@@ -798,30 +503,10 @@ class ShallowWater(eqx.Module):
         # at 128^2 (Manning) forward 0.211 s against 0.275 s, gradient 1.49 s against
         # 1.80 s. The divergence and the draining factors made pointwise kernels of their
         # own (their faces sliced out of the interface arrays) are slower: gradient 1.60 s.
-        h, hu, hv = _materialised(self._update)(state.h, state.hu, state.hv, dh, dhu, dhv, dt,
-                                                friction, self.g, self.h_dry)
+        h, hu, hv = materialised(euler_update)(state.h, state.hu, state.hv, dh, dhu, dhv, dt,
+                                               friction, self.g, self.h_dry)
         new = State(h=h, hu=hu, hv=hv)
         return new if blend is None else blended(*blend, new)
-
-    @staticmethod
-    def _update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry):
-        """The forward Euler update of one cell by its tendencies, then the friction and the
-        dry-cell rule of :meth:`_damped`; pointwise."""
-        # Round-off (or evaporation) may leave -1e-17 where a cell drained exactly.
-        h_new = jnp.maximum(h + dt * dh, 0.0)
-        return ShallowWater._damped(h, hu, hv, h_new, hu + dt * dhu, hv + dt * dhv, dt,
-                                    friction, g, h_dry)
-
-    @staticmethod
-    def _damped(h, hu, hv, h_new, hu_new, hv_new, dt, friction, g, h_dry):
-        """The end of an update of one cell from ``(h, hu, hv)``: semi-implicit friction over
-        ``dt`` (the old velocities, the new depth), then the momentum of a dry cell zeroed."""
-        if friction is not None:
-            k = ShallowWater._decay_rate(friction, h_new, h, hu, hv, g, h_dry)
-            damping = 1.0 / (1.0 + dt * k)
-            hu_new, hv_new = hu_new * damping, hv_new * damping
-        dry = h_new <= 0.0
-        return h_new, jnp.where(dry, 0.0, hu_new), jnp.where(dry, 0.0, hv_new)
 
     def split_step(self, t, state: State, dt, beds, strang: bool = False) -> State:
         """One step of dimensional splitting: a sweep along x over the whole step, then one
@@ -842,7 +527,7 @@ class ShallowWater(eqx.Module):
                                    sources=False)
 
         # x before y (beds, a dict, comes back from a jit boundary with its keys sorted).
-        axes = tuple(axis for axis in self._sweeps() if axis in beds)
+        axes = tuple(axis for axis in self.swept_axes() if axis in beds)
         if strang and len(axes) == 2:
             state = sweep(axes[0], state, 0.5 * dt)
             state = sweep(axes[1], state, dt)
@@ -865,22 +550,10 @@ class ShallowWater(eqx.Module):
         forcing = self.forcing(t, state, coriolis=False)
         f = (None if self.coriolis is None
              else self.coriolis.parameter(self.grid).astype(state.h.dtype))
-        # One pointwise kernel, as the Euler update (_materialised).
-        h, hu, hv = _materialised(self._sources)(state.h, state.hu, state.hv, forcing, f, dt,
-                                                 self.friction, self.g, self.h_dry)
+        # One pointwise kernel, as the Euler update (materialised).
+        h, hu, hv = materialised(source_update)(state.h, state.hu, state.hv, forcing, f, dt,
+                                                self.friction, self.g, self.h_dry)
         return State(h=h, hu=hu, hv=hv)
-
-    @staticmethod
-    def _sources(h, hu, hv, forcing, f, dt, friction, g, h_dry):
-        """:meth:`source_step` of one cell; pointwise (``f``: the Coriolis parameter)."""
-        sh, shu, shv = forcing
-        h_new = h if sh is None else jnp.maximum(h + dt * sh, 0.0)
-        hu_new = hu if shu is None else hu + dt * shu
-        hv_new = hv if shv is None else hv + dt * shv
-        if f is not None:
-            c, s = jnp.cos(dt * f), jnp.sin(dt * f)
-            hu_new, hv_new = c * hu_new + s * hv_new, c * hv_new - s * hu_new
-        return ShallowWater._damped(h, hu, hv, h_new, hu_new, hv_new, dt, friction, g, h_dry)
 
     def _wave_speed(self, h, qn, qt):
         un = desingularised_velocity(h, qn, self.h_dry)
@@ -918,7 +591,7 @@ class ShallowWater(eqx.Module):
         if beds is not None:
             a = jnp.maximum(a, self.boundary_wave_speed(t, state, beds))
         # Only swept directions constrain the step (a 1-D channel ignores its width).
-        spacing = min([self.grid.dx if axis == 1 else self.grid.dy for axis in self._sweeps()]
+        spacing = min([self.grid.dx if axis == 1 else self.grid.dy for axis in self.swept_axes()]
                       or [self.grid.dx, self.grid.dy])
         # A NaN speed fails "a > 0" too: it must not read as a dry domain (an infinite step).
         return jnp.where(a > 0.0, cfl * spacing / jnp.where(a > 0.0, a, 1.0),

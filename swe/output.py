@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .state import desingularised_velocity
+from .pointwise import desingularised_velocity
+from .stages import stage_kernel_for_run
+from .version import __version__
 
 CONVENTIONS = "CF-1.10"
 DEFAULT_START = "2000-01-01T00:00:00"
@@ -114,8 +115,6 @@ def gauge_fields(model, gauges, fields) -> dict[str, np.ndarray]:
 
 
 def global_attrs(model, settings, extra=None) -> dict:
-    from .pallas import taken
-
     out = {
         "Conventions": CONVENTIONS,
         "title": "swe shallow-water simulation",
@@ -124,7 +123,7 @@ def global_attrs(model, settings, extra=None) -> dict:
         "riemann": model.scheme.riemann,
         "reconstruction": model.scheme.reconstruction,
         "limiter": model.scheme.limiter,
-        "stage_kernel": taken(model, settings.get("integrator", "ssprk2")),
+        "stage_kernel": stage_kernel_for_run(model, settings.get("integrator", "ssprk2")),
         "nx": model.grid.nx,
         "ny": model.grid.ny,
     }

@@ -29,7 +29,9 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .boundaries import Periodic, ghost_cells, impose_face_fluxes, pad_bed
+from .boundaries import SIDES, Periodic, ghost_cells, impose_face_fluxes, pad_bed
+from .run import solve as solve_block
+from .sources import PointSource, Rain
 
 AXIS_NAMES = {0: "y", 1: "x"}
 
@@ -310,9 +312,6 @@ def localise(model, mesh):
     """The model as each device sees it: grid-derived fields precomputed (so that they
     can be split), functions of time wrapped to return this device's block, and the
     decomposition attached."""
-    from .boundaries import SIDES
-    from .sources import PointSource, Rain
-
     sizes = (mesh.shape["y"], mesh.shape["x"])
     shape = model.grid.shape
     ng = model.scheme.ghost_cells
@@ -360,7 +359,7 @@ def localise(model, mesh):
 
 
 def solve(mesh, model, y0, *args):
-    """``swe.simulate._solve`` on ``mesh``: every device runs it on its block."""
+    """:func:`swe.run.solve` on ``mesh``: every device runs it on its block."""
     _compare_closures_without_sharding()
     # Arrays cross into shard_map; the rest (functions of t, static settings) is closed over.
     arrays, static = eqx.partition(localise(model, mesh), eqx.is_array)
@@ -369,8 +368,6 @@ def solve(mesh, model, y0, *args):
 
 @eqx.filter_jit
 def _solve_on_mesh(mesh, grid, arrays, static, y0, *args):
-    from .simulate import _solve
-
     y0_specs = specs(y0, grid)
     in_specs = (specs(arrays, grid), y0_specs)
     # (ts, ys, result, num_steps): saved states gain a leading time axis.
@@ -379,7 +376,7 @@ def _solve_on_mesh(mesh, grid, arrays, static, y0, *args):
     out_specs = (P(), ys_specs, P(), P())
 
     def block(m, y):
-        return _solve(eqx.combine(m, static), y, *args)
+        return solve_block(eqx.combine(m, static), y, *args)
 
     return _sharded(block, mesh, in_specs, out_specs)(arrays, y0)
 

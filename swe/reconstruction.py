@@ -1,8 +1,8 @@
 """Face reconstruction, written for one cell: slope limiters and Koren's face limiter
 (:data:`LIMITERS` maps each name to the deviations of a cell's two face values), the MUSCL
-face values of a cell from its neighbours, the MUSCL-Hancock predictor, and the
-hydrostatic reconstruction that makes the scheme well balanced. ``swe.model`` lifts them
-over the grid.
+face values of a cell from its neighbours, and the MUSCL-Hancock predictor. ``swe.model``
+lifts them over the grid. The hydrostatic reconstruction of the interfaces, which makes the
+scheme well balanced, is :func:`swe.pointwise.hydrostatic_reconstruction`.
 """
 
 from __future__ import annotations
@@ -271,17 +271,3 @@ def _faces(h0, u0, t0, bm, b0, bp, pairs, g, h_dry, courant):
     (ch, cun, cut), (rh, run, rt, re), (lh, lun, lt, le) = centre, right, left
     return (ch + rh, cun + run, cut + rt, (e0 + re) - (h0 + rh),
             ch - lh, cun - lun, cut - lt, (e0 - le) - (h0 - lh))
-
-
-def hydrostatic_reconstruction(hL, bL, hR, bR):
-    """Audusse et al. (2004, SIAM J. Sci. Comput. 25:2050) interface depths.
-
-    With ``b* = max(bL, bR)``, each side keeps the part of its water column above ``b*``:
-    ``h*_{L,R} = max(0, h_{L,R} + b_{L,R} - b*)``. A lake at rest gives ``h*_L = h*_R`` and
-    the flux difference cancels the bed-slope source exactly; a dry side blocks flow onto
-    higher ground. Written for one interface (scalars in).
-    """
-    b_star = jnp.maximum(bL, bR)
-    hL_star = jnp.maximum(0.0, hL + bL - b_star)
-    hR_star = jnp.maximum(0.0, hR + bR - b_star)
-    return hL_star, hR_star

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .state import safe_sqrt
+from .pointwise import safe_sqrt
 
 
 def physical_flux(h, un, ut, g):

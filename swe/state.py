@@ -2,38 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .errors import check_field, finite_and_min, is_concrete
-
-if TYPE_CHECKING:
-    from .model import ShallowWater
-
-
-def safe_sqrt(x):
-    """``sqrt(max(x, 0))`` whose derivative is 0, not inf, at 0.
-
-    Dry cells have ``h = 0``; a bare ``sqrt(g h)`` there would turn reverse-mode gradients
-    into NaN (0 * inf) even where the result is masked out.
-    """
-    pos = x > 0.0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
-
-
-def desingularised_velocity(h, q, h_dry):
-    """``q / h`` made safe in thin layers (Kurganov & Petrova 2007, eq. 2.17).
-
-    Equals ``q / h`` wherever ``h >= h_dry`` (to round-off) and goes smoothly to zero as
-    ``h -> 0``, so a vanishing layer never produces an unbounded velocity.
-    """
-    h2 = h * h
-    h4 = h2 * h2
-    eps4 = h_dry**4
-    return jnp.sqrt(2.0) * h * q / jnp.sqrt(h4 + jnp.maximum(h4, eps4))
+from .pointwise import desingularised_velocity
 
 
 class State(eqx.Module):
@@ -76,10 +50,11 @@ class State(eqx.Module):
         return self
 
     @classmethod
-    def from_surface(cls, model: ShallowWater, eta, u=0.0, v=0.0) -> State:
+    def from_surface(cls, model, eta, u=0.0, v=0.0) -> State:
         """Depth from a surface elevation: ``h = max(eta - bed, 0)``; velocities ``u, v`` (m/s).
 
-        Dry cells (``eta <= bed``) get zero depth and zero discharge.
+        ``model`` is a :class:`swe.ShallowWater` (its grid and its bed, m). Dry cells
+        (``eta <= bed``) get zero depth and zero discharge.
         """
         if not hasattr(model, "bed") or not hasattr(model, "grid"):
             raise ValueError(f"model={model!r} is invalid; expected a swe.ShallowWater (its "
@@ -96,8 +71,9 @@ class State(eqx.Module):
         """Total water volume (m^3)."""
         return jnp.sum(self.h) * grid.cell_area
 
-    def energy(self, model: ShallowWater) -> Array:
-        """Total energy per unit density (m^5/s^2): kinetic plus potential above z=0."""
+    def energy(self, model) -> Array:
+        """Total energy per unit density (m^5/s^2): kinetic plus potential above z=0, with
+        the bed (m), gravity and ``h_dry`` of ``model`` (a :class:`swe.ShallowWater`)."""
         u = desingularised_velocity(self.h, self.hu, model.h_dry)
         v = desingularised_velocity(self.h, self.hv, model.h_dry)
         e = 0.5 * self.h * (u * u + v * v) + model.g * self.h * (0.5 * self.h + model.bed)

@@ -24,7 +24,9 @@ from jaxtyping import Array
 
 from .errors import check_finite_scalar
 from .model import ShallowWater
-from .state import State, desingularised_velocity, safe_sqrt
+from .pointwise import desingularised_velocity, safe_sqrt
+from .state import State
+from .tpu_stage import BlockLayout, to_block_layout, uses_block_layout
 
 
 class Envelopes(eqx.Module):
@@ -75,35 +77,32 @@ class Tracked(eqx.Module):
     envelopes: Envelopes
 
 
-def carried(y):
+def carried_state(y):
     """The solver's state in its carry ``y``: a :class:`State`, or a
-    :class:`swe.pallas.Laid` where the run takes the Pallas kernel."""
+    :class:`swe.tpu_stage.BlockLayout` where the run takes the Pallas kernel."""
     return y.state if isinstance(y, Tracked) else y
 
 
 def state_of(y) -> State:
     """The :class:`State` of the carry ``y``."""
-    from .pallas import Laid
-
-    y = carried(y)
-    return y.interior if isinstance(y, Laid) else y
+    y = carried_state(y)
+    return y.interior if isinstance(y, BlockLayout) else y
 
 
-def laid_out(model, t0, y0, beds, integrator):
-    """The carry ``y0`` at ``t0`` with its state as :class:`swe.pallas.Laid` where the run's
-    SSP steps take the Pallas kernel with full-width blocks (:func:`swe.pallas.lays_out`),
-    else ``y0``; :func:`unlaid` undoes it."""
-    from . import pallas
-
-    state = carried(y0)
-    if not pallas.lays_out(model, integrator, state.h.shape,
-                           jnp.dtype(state.h.dtype).itemsize):
+def initial_carry(model, t0, y0, beds, integrator):
+    """The carry a run starts from: ``y0`` at ``t0`` with its state as
+    :class:`swe.tpu_stage.BlockLayout` where the run's SSP steps take the Pallas kernel with
+    full-width blocks (:func:`swe.tpu_stage.uses_block_layout`), else ``y0``;
+    :func:`plain_carry` undoes it."""
+    state = carried_state(y0)
+    if not uses_block_layout(model, integrator, state.h.shape,
+                             jnp.dtype(state.h.dtype).itemsize):
         return y0
-    laid = pallas.laid_out(model, t0, state, beds)
-    return Tracked(laid, y0.envelopes) if isinstance(y0, Tracked) else laid
+    blocked = to_block_layout(model, t0, state, beds)
+    return Tracked(blocked, y0.envelopes) if isinstance(y0, Tracked) else blocked
 
 
-def unlaid(ys):
+def plain_carry(ys):
     """The carry (or saved carries) ``ys`` with its state as :class:`State`."""
     return Tracked(state_of(ys), ys.envelopes) if isinstance(ys, Tracked) else state_of(ys)
 
@@ -114,12 +113,10 @@ class ShallowWaterTerm(diffrax.AbstractTerm):
     model: ShallowWater
 
     def vf(self, t, y, args):
-        from .pallas import Laid
-
         d = self.model.tendency(t, state_of(y), args)
-        laid = carried(y)
-        if isinstance(laid, Laid):  # in the carry's structure: zero outside the interior
-            d = laid.with_interior(d, fill=0.0)
+        carry = carried_state(y)
+        if isinstance(carry, BlockLayout):  # in the carry's structure: zero outside the interior
+            d = carry.with_interior(d, fill=0.0)
         if isinstance(y, Tracked):
             return Tracked(d, jax.tree.map(jnp.zeros_like, y.envelopes))
         return d
@@ -178,7 +175,7 @@ class AbstractSSPRK(diffrax.AbstractSolver):
     interpolation_cls: ClassVar = EndpointLinearInterpolation
     stages: eqx.AbstractClassVar[tuple[tuple[float, float], ...]]
     scheme_order: eqx.AbstractClassVar[int]
-    # The CFL number when none is given (``swe.simulate.default_cfl``): 0.45 keeps the
+    # The CFL number when none is given (``swe.run.default_cfl``): 0.45 keeps the
     # unsplit 2-D update within its stability bound of 1/2.
     default_cfl: ClassVar[float] = 0.45
 
@@ -192,7 +189,7 @@ class AbstractSSPRK(diffrax.AbstractSolver):
         del solver_state, made_jump
         dt = t1 - t0
         terms = _unwrap(terms)
-        y = terms.model.ssp_step(t0, carried(y0), dt, args, self.stages)
+        y = terms.model.ssp_step(t0, carried_state(y0), dt, args, self.stages)
         if isinstance(y0, Tracked):
             y = Tracked(y, y0.envelopes.update(t1, state_of(y), terms.model.h_dry))
         dense_info = dict(y0=y0, y1=y)

@@ -38,24 +38,24 @@ def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
     cells together reach BATCH_MIN_CELLS (each grid alone below AUTO_MIN_CELLS), counted
     per device; an ensemble passes that choice to its vmapped solve (not to a mapped one)
     and records it in its results' settings."""
-    from swe import pallas
+    from swe import stages
 
     model, s0 = bench.problem(16)
-    monkeypatch.setattr(pallas, "BATCH_MIN_CELLS", 4 * 16 * 16)
-    assert pallas.batch_kernel(model, 8) == "auto"  # off a TPU: unchanged
-    monkeypatch.setattr(pallas.jax, "default_backend", lambda: "tpu")
-    assert pallas.batch_kernel(model, 3) == "auto"
-    assert pallas.batch_kernel(model, 4) == "pallas"
+    monkeypatch.setattr(stages, "BATCH_MIN_CELLS", 4 * 16 * 16)
+    assert stages.batch_kernel(model, 8) == "auto"  # off a TPU: unchanged
+    monkeypatch.setattr(stages.jax, "default_backend", lambda: "tpu")
+    assert stages.batch_kernel(model, 3) == "auto"
+    assert stages.batch_kernel(model, 4) == "pallas"
     big = swe.ShallowWater(swe.Grid(64, 64))
-    assert pallas.batch_kernel(big, 1) == "auto"  # one member: a single run's choice
+    assert stages.batch_kernel(big, 1) == "auto"  # one member: a single run's choice
     assert swe.ensemble.stage_kernel(model, 4) == "pallas"  # what the outputs record
     assert swe.ensemble.stage_kernel(model, 3) == "xla"
     assert swe.ensemble.stage_kernel(model, 4, devices=2) == "xla"  # 2 a device
     assert swe.ensemble.stage_kernel(model, 4, batching="map") == "xla"
     xla = swe.ShallowWater(model.grid, g=1.0, scheme=swe.FiniteVolume(kernel="xla"))
-    assert pallas.batch_kernel(xla, 64) == "xla"
+    assert stages.batch_kernel(xla, 64) == "xla"
     bvd = swe.ShallowWater(model.grid, g=1.0, scheme=swe.FiniteVolume(limiter="thinc-bvd"))
-    assert pallas.batch_kernel(bvd, 64) == "auto"  # a model the kernel does not cover
+    assert stages.batch_kernel(bvd, 64) == "auto"  # a model the kernel does not cover
 
     class Stop(Exception):
         pass
@@ -86,7 +86,7 @@ def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
     # on a CPU "xla" computes what "auto" does, which the test above compares with single
     # runs); the members' own models keep theirs.
     monkeypatch.undo()
-    monkeypatch.setattr(pallas, "batch_kernel", lambda m, k: "xla")
+    monkeypatch.setattr(swe.ensemble, "batch_kernel", lambda m, k: "xla")
     ens = swe.simulate_ensemble(models[:2], s0, 0.05, envelopes=False)
     for r in ens.results:
         assert int(r.num_steps) > 0 and np.isfinite(np.asarray(r.states.h)).all()
@@ -95,11 +95,11 @@ def test_auto_kernel_counts_a_vmapped_batchs_cells(monkeypatch):
 
 def test_a_shared_initial_state_is_checked_once(monkeypatch):
     """Checking a state is a pass over its fields; members sharing one pay it once."""
-    simulate_module = sys.modules["swe.simulate"]
+    run_module = sys.modules["swe.run"]
 
     calls = []
-    real = simulate_module._check_state
-    monkeypatch.setattr(simulate_module, "_check_state",
+    real = run_module._check_state
+    monkeypatch.setattr(run_module, "_check_state",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     model, s0 = bench.problem(16)
     models = [swe.ShallowWater(model.grid, g=1.0, friction=swe.Manning(n))

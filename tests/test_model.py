@@ -306,9 +306,10 @@ def test_recomputed_riemann_vjp_equals_autodiff(riemann):
     cotangents, dry and wet-dry faces included."""
     import functools
 
-    from swe.model import _interface, _materialised, _over_grid
+    from swe.fusion import materialised, over_grid
+    from swe.pointwise import interface
 
-    kernel = _over_grid(functools.partial(_interface, riemann=swe.FiniteVolume(
+    kernel = over_grid(functools.partial(interface, riemann=swe.FiniteVolume(
         riemann=riemann).riemann_fn), 8)
     rng = np.random.default_rng(0)
     shape = (6, 7)
@@ -317,10 +318,10 @@ def test_recomputed_riemann_vjp_equals_autodiff(riemann):
             h[1], rng.normal(size=shape), rng.normal(size=shape), rng.normal(0, 0.1, shape),
             jnp.asarray(9.81))
     ct = tuple(rng.normal(size=shape) for _ in range(5))
-    fast = _materialised(kernel)
+    fast = materialised(kernel)
     out, pullback = jax.vjp(fast, *args)
     ref_out, ref_pullback = jax.vjp(kernel, *args)
-    # Under jax.vjp the kernel runs compiled (swe.model._traced_jitted), the reference op
+    # Under jax.vjp the kernel runs compiled (swe.fusion._traced_jitted), the reference op
     # by op: XLA may contract a multiply-add that the eager reference rounds twice.
     np.testing.assert_allclose(out, ref_out, rtol=1e-15, atol=1e-14)
     for got, want in zip(pullback(ct), ref_pullback(ct)):
@@ -328,12 +329,12 @@ def test_recomputed_riemann_vjp_equals_autodiff(riemann):
 
 
 def _assert_one_loop_kernel_is_autodiff(kernel, args, rng):
-    """``_materialised(kernel)`` (pytree arguments) against plain autodiff of ``kernel``:
+    """``materialised(kernel)`` (pytree arguments) against plain autodiff of ``kernel``:
     values to 1e-15, every cotangent leaf, of the same structure and shapes, to 1e-13.
     Returns the values."""
-    from swe.model import _materialised
+    from swe.fusion import materialised
 
-    out, pullback = jax.vjp(_materialised(kernel), *args)
+    out, pullback = jax.vjp(materialised(kernel), *args)
     ref_out, ref_pullback = jax.vjp(kernel, *args)
     for got, want in zip(out, ref_out):
         np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
@@ -351,7 +352,7 @@ def test_pointwise_update_vjp_equals_autodiff(friction):
     """The Euler update as one pointwise kernel (outputs and input cotangents each in one
     loop) gives autodiff's values and cotangents, the friction law's coefficient (a scalar
     or a field) included, with cells that dry out and cells already dry."""
-    from swe.model import ShallowWater
+    from swe.pointwise import euler_update
 
     rng = np.random.default_rng(3)
     shape = (6, 7)
@@ -365,7 +366,7 @@ def test_pointwise_update_vjp_equals_autodiff(friction):
             rng.normal(size=shape), jnp.asarray(0.1), law, jnp.asarray(9.81),
             jnp.asarray(1e-3))
     args = jax.tree.map(jnp.asarray, args)
-    out = _assert_one_loop_kernel_is_autodiff(ShallowWater._update, args, rng)
+    out = _assert_one_loop_kernel_is_autodiff(euler_update, args, rng)
     assert float(jnp.min(out[0])) == 0.0
 
 
@@ -373,7 +374,7 @@ def test_pointwise_source_step_vjp_equals_autodiff():
     """The split schemes' source step as one pointwise kernel gives autodiff's values and
     cotangents: a mass source field, a scalar wind term, a Coriolis parameter per row
     ``(ny, 1)`` and a Manning field, with a cell that a negative source dries out."""
-    from swe.model import ShallowWater
+    from swe.pointwise import source_update
 
     rng = np.random.default_rng(4)
     shape = (6, 7)
@@ -384,7 +385,7 @@ def test_pointwise_source_step_vjp_equals_autodiff():
             rng.normal(1e-4, 1e-5, (shape[0], 1)), 0.1,
             swe.Manning(rng.uniform(0.01, 0.05, shape)), 9.81, 1e-3)
     args = jax.tree.map(jnp.asarray, args)
-    out = _assert_one_loop_kernel_is_autodiff(ShallowWater._sources, args, rng)
+    out = _assert_one_loop_kernel_is_autodiff(source_update, args, rng)
     assert float(out[0][2, 3]) == 0.0 and float(out[1][2, 3]) == 0.0
 
 
@@ -392,7 +393,7 @@ def test_fusion_hints_switch_changes_the_program_not_the_result(monkeypatch):
     """SWE_FUSION_HINTS=off drops the optimization barriers (read at trace time) and gives
     the same stage to round-off; a bad value is named in the error."""
     from swe import bench
-    from swe.model import fusion_hints
+    from swe.fusion import fusion_hints
 
     model, state = bench.problem(16)
     beds = model.padded_beds()
@@ -417,7 +418,7 @@ def test_fusion_hints_switch_changes_the_program_not_the_result(monkeypatch):
 def test_in_one_loop_is_the_identity_with_its_derivatives():
     """The one-loop helper returns its operands (to the last bit), in one fused reduction,
     and is transparent to forward- and reverse-mode derivatives."""
-    from swe.model import in_one_loop
+    from swe.fusion import in_one_loop
 
     rng = np.random.default_rng(1)
     x = jnp.asarray(rng.normal(size=(5, 6)))
@@ -569,8 +570,9 @@ def test_stencil_kernels_vjp_equals_autodiff(reconstruction, predictor, limiter,
     MUSCL-Hancock predictor; with a slope limiter and with Koren's (two face deviations)."""
     import functools
 
-    from swe.model import (_centred_bed_slope, _first_order_interface, _interface,
-                           _muscl_interfaces, _over_grid, _stencil)
+    from swe.fusion import over_grid, stencil
+    from swe.model import _muscl_interfaces
+    from swe.pointwise import centred_bed_slope, first_order_interface, interface
     from swe.reconstruction import LIMITERS, muscl_cell
 
     riemann = swe.FiniteVolume().riemann_fn
@@ -584,9 +586,9 @@ def test_stencil_kernels_vjp_equals_autodiff(reconstruction, predictor, limiter,
     fields = (h, rng.normal(size=shape), rng.normal(size=shape),
               np.round(rng.normal(0, 0.5, shape), 1))
     if width == 2:
-        kernel = functools.partial(_first_order_interface, riemann=riemann)
+        kernel = functools.partial(first_order_interface, riemann=riemann)
         scalars = (jnp.asarray(9.81),)
-        fast = _stencil(kernel, axis=axis, size=n + 1, width=width, n_scalars=1)
+        fast = stencil(kernel, axis=axis, size=n + 1, width=width, n_scalars=1)
     else:
         def kernel(hm, h0, hp, hq, um, u0, up, uq, tm, t0, tp, tq, bm, b0, bp, bq, g, h_dry,
                    *courant):
@@ -595,14 +597,14 @@ def test_stencil_kernels_vjp_equals_autodiff(reconstruction, predictor, limiter,
                               *courant, limiter=LIMITERS[limiter])
             right = muscl_cell(h0, hp, hq, u0, up, uq, t0, tp, tq, b0, bp, bq, g, h_dry,
                                *courant, limiter=LIMITERS[limiter])
-            return (*_interface(*left[:4], *right[4:], g, riemann),
-                    _centred_bed_slope(left, g))
+            return (*interface(*left[:4], *right[4:], g, riemann),
+                    centred_bed_slope(left, g))
 
         scalars = (jnp.asarray(9.81), jnp.asarray(1e-6)) + ((jnp.asarray(0.3),) if predictor
                                                              else ())
         fast = functools.partial(_muscl_interfaces, axis=axis, n=n, limiter=LIMITERS[limiter],
                                  riemann=riemann)
-    lifted = _over_grid(kernel, 4 * width, len(scalars))
+    lifted = over_grid(kernel, 4 * width, len(scalars))
 
     _assert_grid_kernel_equals_autodiff(fast, lifted, (*fields, *scalars), axis=axis, n=n,
                                         width=width, rng=rng, tol=1e-14, ct_tol=1e-12)
@@ -633,7 +635,9 @@ def test_thinc_bvd_kernels_vjp_equals_autodiff(predictor):
     one kernel, the choice in another, each with its own reverse pass) gives the values
     and plain autodiff's cotangents of the interface written for one interface over its
     six-cell stencil, dry cells, thin films, steps and smooth data included."""
-    from swe.model import _centred_bed_slope, _interface, _muscl_interfaces, _over_grid
+    from swe.fusion import over_grid
+    from swe.model import _muscl_interfaces
+    from swe.pointwise import centred_bed_slope, interface
     from swe.reconstruction import BVD_LIMITERS, bvd_candidates, bvd_cell, koren
 
     riemann = swe.FiniteVolume().riemann_fn
@@ -659,12 +663,12 @@ def test_thinc_bvd_kernels_vjp_equals_autodiff(predictor):
         six = [args[6 * f:6 * f + 6] for f in range(4)]
         left = faces([f[0:5] for f in six], args[24:])
         right = faces([f[1:6] for f in six], args[24:])
-        return (*_interface(*left[:4], *right[4:], args[24], riemann),
-                _centred_bed_slope(left, args[24]))
+        return (*interface(*left[:4], *right[4:], args[24], riemann),
+                centred_bed_slope(left, args[24]))
 
     fast = functools.partial(_muscl_interfaces, axis=axis, n=n,
                              limiter=BVD_LIMITERS["thinc-bvd"], riemann=riemann)
-    _assert_grid_kernel_equals_autodiff(fast, _over_grid(kernel, 24, len(scalars)),
+    _assert_grid_kernel_equals_autodiff(fast, over_grid(kernel, 24, len(scalars)),
                                         (*fields, *scalars), axis=axis, n=n, width=6,
                                         rng=rng, tol=1e-13, ct_tol=1e-11)
 

@@ -101,7 +101,7 @@ def default_scheme() -> str:
     SSP-RK2, CFL 0.45"``; under ``swe validate --integrator/--riemann/--limiter``, the
     scheme it forces instead."""
     import swe
-    from swe.simulate import default_cfl
+    from swe.run import default_cfl
 
     fv = swe.FiniteVolume()
     riemann = OVERRIDE.get("riemann") or fv.riemann

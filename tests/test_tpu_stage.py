@@ -1,4 +1,4 @@
-"""The Pallas stage (swe.pallas): in interpret mode on the CPU it gives XLA's stage to
+"""The Pallas stage (swe.tpu_stage): in interpret mode on the CPU it gives XLA's stage to
 round-off for every model it covers, whole runs and gradients agree, the kernel choice is
 validated, and the kernel lowers for a TPU. Its speed is measured by
 scripts/bench_stage_kernels.py on a TPU, not here."""
@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 import swe
-from swe import bench, pallas
+from swe import bench, tpu_stage
 from swe.simulate import iterate
+from swe.stages import AUTO_MIN_CELLS, SPLIT_INTEGRATORS, stage_kernel, stage_kernel_for_run
+from swe.stepping import INTEGRATORS, SplitHancock
 
 
 def _max_diff(a, b):
@@ -76,7 +78,7 @@ def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
     rows with the neighbour's faces recomputed instead of rolled) and column blocks of 128,
     float64, interpret mode: every field to round-off (measured: 0 to 1.7e-16 of values
     ~1). Two of them blend the stage with another state in the kernel (the second
-    stage of SSP-RK2 and RK3's third, ``blend``), as XLA's :func:`swe.model.blended`."""
+    stage of SSP-RK2 and RK3's third, ``blend``), as XLA's :func:`swe.pointwise.blended`."""
     _, model, state, dt = case
     beds = model.padded_beds()
     want = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds))(state)
@@ -87,44 +89,44 @@ def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
                                                (8, 128, 8, False, 0.5),
                                                (8, None, 4, False, 1.0 / 3.0),
                                                (None, None, 4, True, None)):
-        monkeypatch.setattr(pallas, "RECOMPUTE_NEIGHBOUR_FACES", recompute)
-        got = jax.jit(lambda s, b: pallas.euler_step(
+        monkeypatch.setattr(tpu_stage, "RECOMPUTE_NEIGHBOUR_FACES", recompute)
+        got = jax.jit(lambda s, b: tpu_stage.euler_step(
             model, 0.0, s, dt, beds, blend=None if alpha is None else (alpha, b),
             block_rows=rows, block_cols=cols, halo=halo, interpret=True))(state, base)
-        expected = want if alpha is None else swe.model.blended(alpha, base, want)
+        expected = want if alpha is None else swe.pointwise.blended(alpha, base, want)
         assert _max_diff(got, expected) <= 1e-14 * scale, (rows, cols, halo, recompute)
 
 
 @pytest.mark.parametrize("case", [c for k, c in enumerate(_cases()) if k in (4, 7, 8, 9, 11)],
                          ids=lambda c: c[0])
 def test_chained_ssp_stages_equal_the_xla_step(case):
-    """An SSP-RK3 step by :func:`swe.pallas.ssp_step` (stages chained in the kernel's
+    """An SSP-RK3 step by :func:`swe.tpu_stage.ssp_step` (stages chained in the kernel's
     layout: the second written there blended, its ghost cells refilled at its own time,
     the third blended into a state) equals XLA's step to round-off (float64, interpret
     mode, blocks of 8 rows so that there are several) on five cases: first order, every
     source, periodic sides with a stage boundary, time-dependent inflows (one on the low x
     side, whose ghost columns wrap to the end of the layout's rows), linear drag.
 
-    The same step from the state carried in the kernel's layout (:class:`swe.pallas.Laid`,
+    The same step from the state carried in the kernel's layout (:class:`swe.tpu_stage.BlockLayout`,
     as runs take it) gives the same state, and the layout it ends in (refilled by the
-    kernel's step) is exactly what :func:`swe.pallas.padded_fields` makes of that state at
+    kernel's step) is exactly what :func:`swe.tpu_stage.padded_fields` makes of that state at
     the step's end (to round-off): the ghost cells of ``t + dt`` and zeros elsewhere."""
     _, model, state, dt = case
     beds = model.padded_beds()
     stages = swe.stepping.SSPRK3.stages
     want = jax.jit(lambda s: model.ssp_step(0.1, s, dt, beds, stages))(state)
-    got = jax.jit(lambda s: pallas.ssp_step(model, 0.1, s, dt, beds, stages,
+    got = jax.jit(lambda s: tpu_stage.ssp_step(model, 0.1, s, dt, beds, stages,
                                             interpret=True, block_rows=8))(state)
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
     assert _max_diff(got, want) <= 1e-14 * scale
-    halo = pallas.CHAINED_HALO
-    laid = pallas.Laid(*pallas.padded_fields(model, 0.1, state, beds, 8, None, halo),
+    halo = tpu_stage.CHAINED_HALO
+    carry = tpu_stage.BlockLayout(*tpu_stage.padded_fields(model, 0.1, state, beds, 8, None, halo),
                        shape=state.h.shape, block_rows=8, halo=halo)
-    new = jax.jit(lambda y: pallas.ssp_step(model, 0.1, y, dt, beds, stages,
-                                            interpret=True))(laid)
-    assert isinstance(new, pallas.Laid) and new.block_rows == 8
+    new = jax.jit(lambda y: tpu_stage.ssp_step(model, 0.1, y, dt, beds, stages,
+                                            interpret=True))(carry)
+    assert isinstance(new, tpu_stage.BlockLayout) and new.block_rows == 8
     assert _max_diff(new.interior, want) <= 1e-14 * scale
-    again = pallas.padded_fields(model, 0.1 + dt, new.interior, beds, 8, None, halo)
+    again = tpu_stage.padded_fields(model, 0.1 + dt, new.interior, beds, 8, None, halo)
     assert _max_diff((new.h, new.hu, new.hv, new.bed), again) <= 1e-14 * scale
 
 
@@ -185,7 +187,7 @@ def test_whole_runs_and_gradients_agree_with_the_xla_stage():
 
 
 def test_runs_carry_their_state_in_the_kernels_layout():
-    """A run that takes the kernel carries its state as :class:`swe.pallas.Laid` (padded
+    """A run that takes the kernel carries its state as :class:`swe.tpu_stage.BlockLayout` (padded
     once, inside the compiled solve) and gives XLA's run: forward Euler (one stage from
     and to the layout; SSP-RK2 and RK3 runs: the gradient test and the chained stages'
     test) with a time-dependent inflow, on 12 rows (one block of 16: the band below the
@@ -203,8 +205,8 @@ def test_runs_carry_their_state_in_the_kernels_layout():
             scheme=swe.FiniteVolume(kernel=kernel))
 
     state = swe.State(h=h, hu=0.1 * h, hv=0.05 * h * jnp.sin(3.0 * x))
-    laid = pallas.laid_out(model("pallas-interpret"), 0.0, state, model("xla").padded_beds())
-    assert laid.block_rows == 16 and laid.h.shape == (2 * pallas.CHAINED_HALO + 16, 128)
+    carry = tpu_stage.to_block_layout(model("pallas-interpret"), 0.0, state, model("xla").padded_beds())
+    assert carry.block_rows == 16 and carry.h.shape == (2 * tpu_stage.CHAINED_HALO + 16, 128)
     xla, kernel = (swe.simulate(model(k), state, 0.1, save_at=[0.03, 0.06, 0.1],
                                 integrator="euler") for k in ("xla", "pallas-interpret"))
     assert int(xla.num_steps) == int(kernel.num_steps) > 3
@@ -218,9 +220,9 @@ def test_runs_carry_their_state_in_the_kernels_layout():
             for i in (0, 2)]
     assert _max_diff([r.final for r in runs[0]], [r.final for r in runs[1]]) < 1e-13
     m = model("pallas-interpret")
-    d = jax.jit(lambda y: swe.stepping.ShallowWaterTerm(m).vf(0.1, y, m.padded_beds()))(laid)
+    d = jax.jit(lambda y: swe.stepping.ShallowWaterTerm(m).vf(0.1, y, m.padded_beds()))(carry)
     want = jax.jit(lambda s: m.tendency(0.1, s, m.padded_beds()))(state)
-    assert isinstance(d, pallas.Laid) and float(jnp.max(jnp.abs(d.bed))) == 0.0
+    assert isinstance(d, tpu_stage.BlockLayout) and float(jnp.max(jnp.abs(d.bed))) == 0.0
     # Its interior is a State of rates, not refused for a negative dh/dt outside jit.
     assert _max_diff(d.interior, want) < 1e-14 and float(jnp.min(d.interior.h)) < 0.0
     assert float(jnp.max(jnp.abs(want.h))) > 0.0
@@ -228,22 +230,22 @@ def test_runs_carry_their_state_in_the_kernels_layout():
 
 def test_the_kernel_choice(monkeypatch):
     """``kernel`` is validated; "auto" and "xla" stay with XLA on a CPU, and "auto" on a TPU
-    below :data:`swe.pallas.AUTO_MIN_CELLS`; "pallas" refuses a CPU backend and a model it
+    below :data:`swe.stages.AUTO_MIN_CELLS`; "pallas" refuses a CPU backend and a model it
     does not cover, naming why. The backend the choice sees is set here, so the test means
     the same on a CPU, GPU or TPU runner."""
     with pytest.raises(ValueError, match=r"kernel='cuda' is not supported.*'auto'"):
         swe.FiniteVolume(kernel="cuda")
     model, state = bench.problem(16)
     beds = model.padded_beds()
-    monkeypatch.setattr(pallas.jax, "default_backend", lambda: "tpu")
-    assert pallas.chosen(model, beds) == "xla"  # 16^2 cells
-    monkeypatch.setattr(pallas.jax, "default_backend", lambda: "cpu")
-    assert pallas.chosen(model, beds) == "xla"
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    assert stage_kernel(model, beds) == "xla"  # 16^2 cells
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    assert stage_kernel(model, beds) == "xla"
     for kernel, want in (("xla", "xla"), ("auto", "xla"),
                          ("pallas-interpret", "pallas-interpret")):
         m = swe.ShallowWater(model.grid, scheme=swe.FiniteVolume(kernel=kernel))
-        assert pallas.chosen(m, beds) == want
-        assert pallas.chosen(m, beds, predictor=True) == "xla"  # MUSCL-Hancock sweeps
+        assert stage_kernel(m, beds) == want
+        assert stage_kernel(m, beds, predictor=True) == "xla"  # MUSCL-Hancock sweeps
         jaxpr = str(jax.make_jaxpr(lambda s: m.euler_step(0.0, s, 0.01, beds))(state))
         assert ("pallas_call" in jaxpr) == (want != "xla")
     m = swe.ShallowWater(model.grid, scheme=swe.FiniteVolume(kernel="pallas"))
@@ -262,43 +264,43 @@ def test_the_kernel_choice(monkeypatch):
         channel.euler_step(0.0, swe.State(h=jnp.ones((1, 16)), hu=jnp.zeros((1, 16)),
                                           hv=jnp.zeros((1, 16))), 0.01, channel.padded_beds())
     with pytest.raises(ValueError, match="block_rows=12 is invalid"):
-        pallas.euler_step(model, 0.0, state, 0.01, beds, block_rows=12, interpret=True)
+        tpu_stage.euler_step(model, 0.0, state, 0.01, beds, block_rows=12, interpret=True)
     with pytest.raises(ValueError, match="halo=2 is invalid; expected a multiple of 4"):
-        pallas.euler_step(model, 0.0, state, 0.01, beds, halo=2, interpret=True)
+        tpu_stage.euler_step(model, 0.0, state, 0.01, beds, halo=2, interpret=True)
     stages = swe.stepping.SSPRK2.stages
     with pytest.raises(ValueError, match="halo=4 is invalid; expected a multiple of 8"):
-        pallas.ssp_step(model, 0.0, state, 0.01, beds, stages, halo=4, interpret=True)
+        tpu_stage.ssp_step(model, 0.0, state, 0.01, beds, stages, halo=4, interpret=True)
     with pytest.raises(ValueError, match="block_rows=12 is invalid"):
-        pallas.ssp_step(model, 0.0, state, 0.01, beds, stages, block_rows=12, interpret=True)
+        tpu_stage.ssp_step(model, 0.0, state, 0.01, beds, stages, block_rows=12, interpret=True)
 
 
 def test_block_rows_fit_the_window_budget_and_the_grid():
     for ny, width, itemsize in ((2048, 2176, 4), (4096, 4224, 4), (1024, 1152, 8),
                                 (40, 1152, 4), (5, 256, 4), (8192, 1280, 4), (56, 256, 4),
                                 (100, 256, 4), (1536, 1664, 4)):
-        rows = pallas.block_rows_for(ny, width, itemsize)
-        assert rows in pallas.BLOCK_ROWS_CHOICES
-        assert rows == 8 or (rows + 2 * pallas.HALO) * width * itemsize <= pallas.WINDOW_BYTES
+        rows = tpu_stage.block_rows_for(ny, width, itemsize)
+        assert rows in tpu_stage.BLOCK_ROWS_CHOICES
+        assert rows == 8 or (rows + 2 * tpu_stage.HALO) * width * itemsize <= tpu_stage.WINDOW_BYTES
         assert rows == 8 or rows <= -(-ny // 8) * 8
-        fits = [c for c in pallas.BLOCK_ROWS_CHOICES
-                if (c + 2 * pallas.HALO) * width * itemsize <= pallas.WINDOW_BYTES
+        fits = [c for c in tpu_stage.BLOCK_ROWS_CHOICES
+                if (c + 2 * tpu_stage.HALO) * width * itemsize <= tpu_stage.WINDOW_BYTES
                 and c <= -(-ny // 8) * 8]
 
         def computed(c):  # rows computed in all: blocks times their windows' rows
-            return -(-ny // c) * (c + 2 * pallas.HALO)
+            return -(-ny // c) * (c + 2 * tpu_stage.HALO)
         assert not fits or computed(rows) == min(computed(c) for c in fits)
     # The shapes measured best on a TPU v5e: 128 rows at N = 2048, 48 at 4096.
-    assert pallas.block_rows_for(2048, 2176, 4) == 128
-    assert pallas.block_rows_for(4096, 4224, 4) == 48
+    assert tpu_stage.block_rows_for(2048, 2176, 4) == 128
+    assert tpu_stage.block_rows_for(4096, 4224, 4) == 48
     # 24 full-width rows at 8192 (quicker than column blocks); column blocks from 8313
     # cells (the full-width layout would be 8448 wide).
-    assert pallas.block_shape(8192, 8192, 4) == (24, None)
-    assert pallas.block_shape(64, 8312, 4)[1] is None
-    assert pallas.block_shape(64, 8313, 4)[1] == pallas.BLOCK_COLS
+    assert tpu_stage.block_shape(8192, 8192, 4) == (24, None)
+    assert tpu_stage.block_shape(64, 8312, 4)[1] is None
+    assert tpu_stage.block_shape(64, 8313, 4)[1] == tpu_stage.BLOCK_COLS
     # Not the tallest block that fits where it pads the grid (56 rows: 48-row blocks
     # would compute 112 rows, 32-row blocks 80).
-    assert pallas.block_rows_for(56, 256, 4) == 32
-    assert pallas.block_rows_for(100, 256, 4) == 64
+    assert tpu_stage.block_rows_for(56, 256, 4) == 32
+    assert tpu_stage.block_rows_for(100, 256, 4) == 64
 
 
 def _assert_kernel_printed_without_64_bit_values(capsys):
@@ -315,8 +317,8 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
     inflows; with x64 on (as here), the kernels' Mosaic modules hold no 64-bit value (on a
     TPU v5e the kernel compiler aborts the process on float64 constants, which Python
     numbers become with x64 on)."""
-    monkeypatch.setattr(pallas.pl, "pallas_call",
-                        functools.partial(pallas.pl.pallas_call, debug=True))
+    monkeypatch.setattr(tpu_stage.pl, "pallas_call",
+                        functools.partial(tpu_stage.pl.pallas_call, debug=True))
     model, state = bench.problem(64)
     busy_model = swe.ShallowWater(
         model.grid, bed=model.bed, friction=swe.Manning(jnp.full((64, 64), 0.03)),
@@ -326,7 +328,7 @@ def test_the_kernel_lowers_for_a_tpu(monkeypatch, capsys):
     for m, cols, halo in ((model, None, 8), (model, 128, 8), (model, None, 4),
                           (busy_model, None, 8), (busy_model, 128, 8)):
         beds32 = jax.tree.map(lambda a: a.astype(jnp.float32), m.padded_beds())
-        stage = jax.jit(lambda s: pallas.euler_step(
+        stage = jax.jit(lambda s: tpu_stage.euler_step(
             m, 0.0, s, jnp.float32(1e-3), beds32, block_cols=cols, halo=halo))
         lowered = jax.export.export(stage, platforms=["tpu"])(state32).mlir_module()
         assert "tpu_custom_call" in lowered
@@ -352,15 +354,15 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu(monkeypatch, cap
         stages = swe.stepping.SSPRK2.stages
         if kernel == "xla":
             return m.ssp_step(0.0, s, dtype(0.01), b, stages)
-        laid = pallas.laid_out(m, 0.0, s, b)  # as a run carries it
-        return pallas.ssp_step(m, 0.0, laid, dtype(0.01), b, stages,
+        carry = tpu_stage.to_block_layout(m, 0.0, s, b)  # as a run carries it
+        return tpu_stage.ssp_step(m, 0.0, carry, dtype(0.01), b, stages,
                                interpret=kernel != "pallas").interior
 
     want = jax.vmap(functools.partial(stage, kernel="xla"))(ns, states)
     got = jax.vmap(functools.partial(stage, kernel="pallas-interpret"))(ns, states)
     assert _max_diff(got, want) < 1e-14
-    monkeypatch.setattr(pallas.pl, "pallas_call",
-                        functools.partial(pallas.pl.pallas_call, debug=True))
+    monkeypatch.setattr(tpu_stage.pl, "pallas_call",
+                        functools.partial(tpu_stage.pl.pallas_call, debug=True))
     capsys.readouterr()
     lowered = jax.export.export(
         jax.jit(jax.vmap(functools.partial(stage, kernel="pallas", dtype=jnp.float32))),
@@ -370,6 +372,20 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu(monkeypatch, cap
     _assert_kernel_printed_without_64_bit_values(capsys)
 
 
+def test_split_integrators_always_take_xlas_stage():
+    """:data:`swe.stages.SPLIT_INTEGRATORS` names exactly the split integrators of
+    :data:`swe.stepping.INTEGRATORS`, and a run with one of them takes XLA's stage (its
+    MUSCL-Hancock sweeps) whatever ``kernel`` says; the others take the kernel's."""
+    split = {name for name, solver in INTEGRATORS.items() if issubclass(solver, SplitHancock)}
+    assert split == SPLIT_INTEGRATORS == {"split", "strang"}
+    model = swe.ShallowWater(swe.Grid(nx=16, ny=16, x=(0.0, 1.0), y=(0.0, 1.0)),
+                             scheme=swe.FiniteVolume(kernel="pallas-interpret"))
+    for name in INTEGRATORS:
+        want = "xla" if name in split else "pallas-interpret"
+        assert stage_kernel_for_run(model, name) == want
+        assert stage_kernel_for_run(model, name.upper()) == want
+
+
 def test_auto_takes_the_kernel_for_models_it_covers_on_large_grids(monkeypatch):
     """On a TPU (the backend faked) ``kernel="auto"`` takes the kernel from 1536^2 cells for
     every model it covers (friction, forcing and inflows too), and XLA's stage below that
@@ -377,11 +393,11 @@ def test_auto_takes_the_kernel_for_models_it_covers_on_large_grids(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
     grid = swe.Grid(nx=1536, ny=1536, x=(0.0, 1.0), y=(0.0, 1.0))
     small = swe.Grid(nx=1024, ny=1024, x=(0.0, 1.0), y=(0.0, 1.0))
-    assert pallas.AUTO_MIN_CELLS == 1536 * 1536
+    assert AUTO_MIN_CELLS == 1536 * 1536
 
     def choice(grid=grid, **kwargs):
         model = swe.ShallowWater(grid, **kwargs)
-        return pallas.chosen(model, model.padded_beds())
+        return stage_kernel(model, model.padded_beds())
 
     assert choice() == "pallas"
     assert choice(boundaries=swe.Boundaries(east=swe.Outflow(), north=swe.Stage(1.0))) == "pallas"

@@ -5,16 +5,16 @@ in device memory (interface states, fluxes, draining factors) and was measured a
 (N = 1024) and 6.1% (N = 2048) of a TPU v5e's memory bandwidth. :func:`euler_step` computes
 the same stage in one kernel: each block of rows (with halo rows each side) is read once,
 every interface of both directions is computed in the chip's on-chip memory with the
-package's own per-interface functions (:func:`swe.reconstruction.muscl_cell`,
-``_interface``; neighbours are rolls), and the block's new state is written once. On a
-TPU v5e (float32, benchmark dam break) a stage took 1.07 ms at N = 2048 with the padding
-around the kernel against XLA's 3.60, and the kernel alone 9.08 ms at 4096 against 22.3;
-at 1024 XLA is quicker (0.37 against 0.41 ms), since its intermediates then stay on the
-chip as well.
+package's own per-cell and per-interface functions (:func:`swe.reconstruction.muscl_cell`
+and those of :mod:`swe.pointwise`; neighbours are rolls), and the block's new state is
+written once. On a TPU v5e (float32, benchmark dam break) a stage took 1.07 ms at
+N = 2048 with the padding around the kernel against XLA's 3.60, and the kernel alone
+9.08 ms at 4096 against 22.3; at 1024 XLA is quicker (0.37 against 0.41 ms), since its
+intermediates then stay on the chip as well.
 :func:`ssp_step` chains the stages of an SSP Runge-Kutta step in the kernel's layout, and
-a run carries its state in that layout from step to step (:class:`Laid`, padded once a run
-by :func:`swe.stepping.laid_out`): whole runs of the benchmark reach 2.44 Gcell-updates/s
-at N = 2048 on a TPU v5e (float32), 30.6% of its measured triad.
+a run carries its state in that layout from step to step (:class:`BlockLayout`, padded
+once a run by :func:`swe.stepping.initial_carry`): whole runs of the benchmark reach 2.44
+Gcell-updates/s at N = 2048 on a TPU v5e (float32), 30.6% of its measured triad.
 
 It gives :meth:`ShallowWater.euler_step` to round-off (the same functions in the same
 order): MUSCL with any slope or face limiter, or first order; any Riemann solver;
@@ -26,16 +26,10 @@ direction that has them). Not covered, and left to XLA: THINC-BVD (five-cell ste
 the split scheme's MUSCL-Hancock sweeps, 1-D models (one swept direction) and device
 meshes. Reverse mode differentiates XLA's stage (a custom VJP): a stage's VJP is XLA's
 exactly, and a whole run's gradient agrees with XLA's within the scheme's own round-off
-sensitivity (its limiters and wave speeds have kinks; see tests/test_pallas.py).
+sensitivity (its limiters and wave speeds have kinks; see tests/test_tpu_stage.py).
 
-:class:`swe.FiniteVolume`'s ``kernel`` chooses: ``"auto"`` (the default) takes this kernel
-on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers, and XLA
-otherwise (on a TPU v5e, whole runs of scenarios with zoned Manning friction and an
-inflow, with Coriolis and periodic sides, and with a moving shoreline ended with the two
-kernels' depths equal or within 4e-8 in relative L1: ``scripts/check_stage_kernels.py``);
-``"xla"`` never takes it; ``"pallas"`` always does, and refuses (ValueError) a model it
-does not cover or a backend that is not a TPU; ``"pallas-interpret"`` runs the kernel in
-Pallas's interpret mode on any backend (slow; for tests).
+:class:`swe.FiniteVolume`'s ``kernel`` chooses between this kernel and XLA's stage
+(:mod:`swe.stages`).
 """
 
 from __future__ import annotations
@@ -49,6 +43,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
+
+from .boundaries import ghost_cells
+from .pointwise import (centred_bed_slope, desingularised_velocity, euler_update, interface,
+                        shu_osher)
+from .reconstruction import muscl_cell
+from .stages import stage_kernel_for_run, unsupported
+from .state import State
 
 # Rows above and below each block. The stencils reach 3 rows (a cell's draining factor
 # needs the faces of its neighbours, whose fluxes need theirs); Mosaic takes windows whose
@@ -90,84 +91,6 @@ RECOMPUTE_NEIGHBOUR_FACES = False
 # index"), and reading the middle of an 8-halo window at a row offset of 4 took 1.46x the
 # time at N = 2048 (1.29x at 4096).
 CHAINED_HALO = 8
-
-KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
-# "auto" takes the kernel on a TPU from this many cells up. Whole runs of the benchmark on a
-# TPU v5e (float32): at N = 1024 XLA's stage was quicker (1.34 against 1.19
-# Gcell/s), at 1536 the kernel (1.21 against 0.75), at 2048 2.45x, at 4096 2.57x.
-AUTO_MIN_CELLS = 1536 * 1536
-# "auto" takes the kernel for a vmapped batch (an ensemble) whose members' cells together
-# reach this many (:func:`batch_kernel`). On a TPU v5e (float32, members to t = 1,
-# throughput against the members run one by one, same call): 16 members of 128^2 1.92x
-# with the kernel, 1.91x with XLA's stage; 16 of 256^2 1.54x against 1.21x; 64 of 256^2
-# 1.53x against 0.62x.
-BATCH_MIN_CELLS = 1024 * 1024
-
-
-def unsupported(model, beds) -> str | None:
-    """Why :func:`euler_step` cannot run ``model``'s stage, or None if it can."""
-    from .reconstruction import BVD
-
-    if model.decomposition is not None:
-        return "a model on a device mesh (swe.parallel)"
-    if set(beds) != {0, 1}:
-        return "a model with one swept direction (a 1-D channel)"
-    if isinstance(model.scheme.limiter_fn, BVD):
-        return f"limiter={model.scheme.limiter!r} (five-cell stencils)"
-    return None
-
-
-def chosen(model, beds, *, predictor=False) -> str:
-    """``"xla"``, ``"pallas"`` or ``"pallas-interpret"``: the stage ``model.scheme.kernel``
-    selects for this model on this backend; ValueError where ``"pallas"`` cannot run."""
-    kernel = model.scheme.kernel.lower()
-    if kernel == "xla" or predictor:
-        return "xla"
-    backend = jax.default_backend()
-    if kernel == "auto":
-        if backend != "tpu" or model.grid.nx * model.grid.ny < AUTO_MIN_CELLS:
-            return "xla"
-        return "pallas" if unsupported(model, beds) is None else "xla"
-    why = unsupported(model, beds)
-    if why is not None:
-        raise ValueError(f"kernel={model.scheme.kernel!r} cannot run {why}; use "
-                         "kernel='auto' or 'xla'")
-    if kernel == "pallas" and backend != "tpu":
-        raise ValueError(f"kernel='pallas' needs a TPU (the backend is {backend!r}); use "
-                         "'auto' or 'xla', or 'pallas-interpret' to run the kernel slowly "
-                         "in interpret mode")
-    return kernel
-
-
-def batch_kernel(model, members: int) -> str:
-    """The ``kernel`` a vmapped batch of ``members`` runs of ``model`` takes (an ensemble,
-    :func:`swe.simulate_ensemble`): ``"auto"`` becomes ``"pallas"`` on a TPU where the
-    batch of two or more members' cells together reach :data:`BATCH_MIN_CELLS` and the
-    kernel covers the model (the vmapped kernel runs the members' blocks as one grid, so
-    the batch's size is what counts); otherwise ``model.scheme.kernel``, which each
-    member's stage then resolves as a single run would."""
-    kernel = model.scheme.kernel
-    if (kernel.lower() != "auto" or members < 2 or jax.default_backend() != "tpu"
-            or members * model.grid.nx * model.grid.ny < BATCH_MIN_CELLS
-            or unsupported(model, dict.fromkeys(model._sweeps())) is not None):
-        return kernel
-    return "pallas"
-
-
-def taken(model, integrator="ssprk2") -> str:
-    """The stage kernel a run of ``model`` with ``integrator`` takes on this backend: that
-    of :func:`chosen`, except that the split integrators' MUSCL-Hancock sweeps are always
-    XLA's; ``model.scheme.kernel`` itself where the run would refuse it."""
-    from .stepping import INTEGRATORS, SplitHancock
-
-    solver = INTEGRATORS.get(str(integrator).lower())
-    if solver is not None and issubclass(solver, SplitHancock):
-        return "xla"
-    try:
-        return chosen(model, model.padded_beds())
-    except ValueError:
-        return model.scheme.kernel
-
 
 def block_rows_for(ny, width, itemsize, halo=HALO):
     """Rows per block for windows ``width`` wide of ``itemsize``-byte values: of the
@@ -249,8 +172,6 @@ def _ghosts(model, t, state, beds):
     """The ghost cells of ``state`` at time ``t``: ``(lo_x, hi_x, lo_y, hi_y)``, each a
     tuple ``(h, hu, hv)`` of strips (along y the boundary functions take hv as the
     normal momentum; reordered here)."""
-    from .boundaries import ghost_cells
-
     kw = dict(ng=model.scheme.ghost_cells, t=t, g=model.g, h_dry=model.h_dry)
     lo_x, hi_x = ghost_cells(state.h, state.hu, state.hv, beds[1], model.boundaries,
                              axis=1, **kw)
@@ -262,9 +183,7 @@ def _ghosts(model, t, state, beds):
 def _interior(fields, shape, halo, left=0):
     """The :class:`swe.State` in the first three of ``fields`` (in :func:`layout`; any
     leading axes kept), not checked again (:meth:`swe.State.rates`): a run's carry or a
-    tendency in the carry's structure (:meth:`Laid.with_interior`)."""
-    from .state import State
-
+    tendency in the carry's structure (:meth:`BlockLayout.with_interior`)."""
     ny, nx = shape
     return State.rates(*(f[..., halo:halo + ny, left:left + nx] for f in fields[:3]))
 
@@ -353,10 +272,6 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
     :func:`_prescribed_faces`) and of the friction law's field coefficients
     (``friction_kinds``: "scalar" or "field" per leaf), with ``alpha`` (not None) the
     blocks of the state to blend with (see :func:`euler_step`), then the outputs."""
-    from .model import ShallowWater, _centred_bed_slope, _interface
-    from .reconstruction import muscl_cell
-    from .state import desingularised_velocity
-
     n_rates = sum(forcing)
     s_ref, h_ref, hu_ref, hv_ref, b_ref = refs[:5]
     rate_refs = refs[5:5 + n_rates]
@@ -397,14 +312,14 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
             faces = muscl_cell(*(x for q in zip(near[-1], near[0], near[1]) for x in q), g,
                                h_dry, limiter=limiter)
             right, left = faces[:4], faces[4:]
-            slope = _centred_bed_slope(faces, g)
+            slope = centred_bed_slope(faces, g)
             if RECOMPUTE_NEIGHBOUR_FACES:  # cell j + 1's faces from its own stencil
                 left = muscl_cell(*(x for q in zip(near[0], near[1], near[2]) for x in q),
                                   g, h_dry, limiter=limiter)[4:]
             else:
                 left = [at(x, 1, axis) for x in left]
         # Interface j + 1/2, stored at cell j: its right face against cell j + 1's left face.
-        f_h, f_n, f_t, corr_l, corr_r = _interface(*right, *left, g, riemann)
+        f_h, f_n, f_t, corr_l, corr_r = interface(*right, *left, g, riemann)
         if axis in prescribed:  # inflows: the boundary faces' mass fluxes are given
             along, across, n_along, n_across = (col, row, nx, ny) if axis == 1 else (
                 row, col, ny, nx)
@@ -442,7 +357,7 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
         friction = jax.tree.unflatten(friction_def, [
             s_ref[0, next(scalars)] if kind == "scalar" else next(fields)[...]
             for kind in friction_kinds])
-    new = ShallowWater._update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry)
+    new = euler_update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry)
     for k, (ref, x) in enumerate(zip((oh_ref, ohu_ref, ohv_ref), new)):
         x = x[halo:halo + block_rows, cols]
         ref[...] = x if alpha is None else alpha * blend_refs[k][...] + (1.0 - alpha) * x
@@ -454,8 +369,6 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     input's :func:`padded_fields`, if already made; ``out_padded``: the new ``(h, hu, hv)``
     in :func:`layout` (full-width rows only; see :func:`_refilled`), and ``base`` then in
     it too, instead of a :class:`swe.State`."""
-    from .state import State
-
     ny, nx = state.h.shape
     dtype = state.h.dtype
     rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
@@ -535,14 +448,14 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
 def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret=False,
                block_rows=None, block_cols=None, halo=HALO):
     """:meth:`swe.ShallowWater.euler_step` (without its ``predictor``) as one Pallas kernel;
-    for a model :func:`unsupported` accepts. Blocks of ``block_rows`` rows (a multiple of 8;
-    by default :func:`block_rows_for` the window's width) with ``halo`` rows each side (a
-    multiple of 4), full width or, for ``block_cols`` (a multiple of 128; by default for
-    grids wider than 8312 cells, :data:`MAX_FULL_WIDTH`), that many columns with 128 halo
-    columns each side.
+    for a model :func:`swe.stages.unsupported` accepts. Blocks of ``block_rows`` rows (a
+    multiple of 8; by default :func:`block_rows_for` the window's width) with ``halo`` rows
+    each side (a multiple of 4), full width or, for ``block_cols`` (a multiple of 128; by
+    default for grids wider than 8312 cells, :data:`MAX_FULL_WIDTH`), that many columns
+    with 128 halo columns each side.
     ``blend=(alpha, base)``: ``alpha * base + (1 - alpha) * stage`` instead (a Shu-Osher
-    stage of an SSP scheme, :func:`swe.model.blended`), in the kernel: on a TPU v5e (N = 2048,
-    float32) a separate XLA pass costs ~0.2 ms a step of ~2.2. Reverse-mode
+    stage of an SSP scheme, :func:`swe.pointwise.blended`), in the kernel: on a TPU v5e
+    (N = 2048, float32) a separate XLA pass costs ~0.2 ms a step of ~2.2. Reverse-mode
     derivatives are those of XLA's stage (``model.euler_step`` with ``kernel="xla"``)."""
     _check(model, beds, block_rows, block_cols, halo)
     block_rows, block_cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,
@@ -589,12 +502,12 @@ def _differentiated_as(fn, reference, dynamic):
     return wrapped(dynamic)
 
 
-class Laid(eqx.Module):
+class BlockLayout(eqx.Module):
     """A state carried between steps in the kernel's :func:`layout` (full-width rows, the
     chained stages' :data:`CHAINED_HALO`), its ghost cells those of the state's time, with
     the bed in the same layout: what :func:`ssp_step` takes and returns in a run that
-    takes the kernel (:func:`laid_out`). A step then starts from the layout the kernel
-    reads and ends in it, so no pass over the state pads it. :attr:`interior` is the
+    takes the kernel (:func:`to_block_layout`). A step then starts from the layout the
+    kernel reads and ends in it, so no pass over the state pads it. :attr:`interior` is the
     state (slices, which XLA fuses into their consumers: the step size's reduction, the
     envelopes, the saved frames)."""
 
@@ -612,38 +525,40 @@ class Laid(eqx.Module):
         return _interior((self.h, self.hu, self.hv), self.shape, self.halo)
 
     def with_interior(self, state, fill=0.0):
-        """A :class:`Laid` of this layout holding ``state`` in its interior and ``fill``
-        everywhere else (bed included): e.g. a tendency in the carry's structure."""
+        """A :class:`BlockLayout` of this layout holding ``state`` in its interior and
+        ``fill`` everywhere else (bed included): e.g. a tendency in the carry's structure."""
         (ny, nx), halo = self.shape, self.halo
         fields = [jnp.full_like(f, fill).at[halo:halo + ny, :nx].set(x)
                   for f, x in zip((self.h, self.hu, self.hv), (state.h, state.hu, state.hv))]
-        return Laid(*fields, jnp.full_like(self.bed, fill), self.shape, self.block_rows,
-                    halo)
+        return BlockLayout(*fields, jnp.full_like(self.bed, fill), self.shape,
+                           self.block_rows, halo)
 
 
-def lays_out(model, integrator, shape, itemsize) -> bool:
-    """Whether a run of ``model`` with ``integrator`` carries its state as :class:`Laid`:
-    where its steps take this kernel (:func:`taken`) with full-width rows."""
-    return taken(model, integrator) != "xla" and block_shape(*shape, itemsize)[1] is None
+def uses_block_layout(model, integrator, shape, itemsize) -> bool:
+    """Whether a run of ``model`` with ``integrator`` carries its state as
+    :class:`BlockLayout`: where its steps take this kernel
+    (:func:`swe.stages.stage_kernel_for_run`) with full-width rows."""
+    return (stage_kernel_for_run(model, integrator) != "xla"
+            and block_shape(*shape, itemsize)[1] is None)
 
 
-def laid_out(model, t, state, beds, block_rows=None, halo=CHAINED_HALO):
-    """``state`` at time ``t`` as :class:`Laid` (one padding pass; see
+def to_block_layout(model, t, state, beds, block_rows=None, halo=CHAINED_HALO):
+    """``state`` at time ``t`` as :class:`BlockLayout` (one padding pass; see
     :func:`padded_fields`), in blocks of ``block_rows`` (by default :func:`block_shape`'s)
     with ``halo`` rows each side."""
     shape = state.h.shape
     block_rows = block_shape(*shape, jnp.dtype(state.h.dtype).itemsize, block_rows)[0]
     fields = padded_fields(model, t, state, beds, block_rows, None, halo)
-    return Laid(*fields, shape=shape, block_rows=block_rows, halo=halo)
+    return BlockLayout(*fields, shape=shape, block_rows=block_rows, halo=halo)
 
 
 def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=None,
              halo=CHAINED_HALO):
     """A step of an SSP Runge-Kutta scheme in Shu-Osher form
     (:meth:`swe.ShallowWater.ssp_step`) by the kernel, its stages chained in the kernel's
-    layout, from and to a :class:`Laid` state (a run's carry, see :func:`laid_out`): each
-    stage reads the layout and writes the next in it (blended with the step's start in
-    the kernel), refilled in place with the ghost cells of its time (:func:`_refilled`),
+    layout, from and to a :class:`BlockLayout` state (a run's carry, see
+    :func:`to_block_layout`): each stage reads the layout and writes the next in it
+    (blended with the step's start in the kernel), refilled in place with the ghost cells of its time (:func:`_refilled`),
     so no pass over the state pads it. A :class:`swe.State` is laid out first (blocks of
     ``block_rows`` with ``halo`` rows, a multiple of 8: the rows a block writes in the
     layout must start on a tile of 8) and the result's interior returned; grids wide
@@ -653,9 +568,7 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
 
     Reverse-mode derivatives are those of XLA's step (:meth:`swe.ShallowWater.xla_ssp_step`)
     on the interior, the result laid out by :func:`padded_fields`."""
-    from .model import shu_osher
-
-    if not isinstance(state, Laid):
+    if not isinstance(state, BlockLayout):
         _check(model, beds, block_rows, None, halo, halo_multiple=8)
         rows, cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,
                                  block_rows)
@@ -663,8 +576,8 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
             return shu_osher(lambda t_, y, blend: euler_step(
                 model, t_, y, dt, beds, blend=blend, interpret=interpret, block_rows=rows),
                 t, state, dt, stages)
-        laid = laid_out(model, t, state, beds, rows, halo)
-        return ssp_step(model, t, laid, dt, beds, stages, interpret=interpret).interior
+        carry = to_block_layout(model, t, state, beds, rows, halo)
+        return ssp_step(model, t, carry, dt, beds, stages, interpret=interpret).interior
     shape, block_rows, halo = state.shape, state.block_rows, state.halo
     _check(model, beds, block_rows, None, halo, halo_multiple=8)
     t, dt = jnp.asarray(t), jnp.asarray(dt)
@@ -682,12 +595,12 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
                          padded=(*y, s0.bed), out_padded=True)
             y = _refilled(m, times[k + 1], y, b, shape, halo)
             view = _interior(y, shape, halo)
-        return Laid(*y, s0.bed, shape, block_rows, halo)
+        return BlockLayout(*y, s0.bed, shape, block_rows, halo)
 
     def xla_step(dynamic):
         m, t0, s0, dt_, b = eqx.combine(dynamic, static)
         new = m.xla_ssp_step(t0, s0.interior, dt_, b, stages)
         fields = padded_fields(m, t0 + dt_, new, b, block_rows, None, halo)[:3]
-        return Laid(*fields, s0.bed, shape, block_rows, halo)
+        return BlockLayout(*fields, s0.bed, shape, block_rows, halo)
 
     return _differentiated_as(step, xla_step, dynamic)
