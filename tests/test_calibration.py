@@ -354,3 +354,21 @@ def test_cli_map_and_observations_file(tmp_path):
     posterior = xr.open_datatree(out)["posterior"]
     assert posterior["amplitude"].shape == (1, 40)
     assert float(posterior["amplitude"].mean()) == pytest.approx(0.4, abs=0.01)
+
+
+def test_a_parameter_the_records_ignore_is_named():
+    """A parameter the forward run does not use shows up as uninformed at the fit (cal.sample
+    warns with its name); one that moves the wave does not."""
+    from swe.calibration.likelihood import build_posterior
+    from swe.calibration.sampling import Counter, _laplace_covariance, uninformed
+
+    def forward(p):  # "n_typo" never reaches the model
+        return fixed_step({"amplitude": p["amplitude"]})
+
+    priors = {"amplitude": cal.Normal(0.3, 0.2), "n_typo": cal.LogNormal(-3.5, 0.3)}
+    obs = observed(fixed_step, {"amplitude": 0.35})
+    post = build_posterior(forward, priors, obs, noise=0.01)
+    z = post.unconstrained({"amplitude": 0.35, "n_typo": 0.03})
+    cov, hess = _laplace_covariance(post, z, Counter())
+    assert cov is not None
+    assert uninformed(post, z, hess) == ["n_typo"]

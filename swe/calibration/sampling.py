@@ -19,6 +19,7 @@ import math
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -115,7 +116,7 @@ def _best_map(posterior: Posterior, z0, key, counter: Counter, max_steps: int = 
 
 def _laplace_covariance(posterior: Posterior, z, counter: Counter):
     """The inverse Hessian of ``-log p`` at ``z`` by central differences of the gradient
-    (2 d gradients), or None where it is not positive definite."""
+    (2 d gradients), or None where it is not positive definite; and the Hessian itself."""
     grad = jax.jit(jax.grad(posterior.log_density))
     d = z.shape[0]
     eps = [1e-4 * p.unconstrained_scale for p in posterior.priors.values()]
@@ -127,12 +128,26 @@ def _laplace_covariance(posterior: Posterior, z, counter: Counter):
     hess = -np.asarray(jnp.stack(cols, axis=1))
     hess = 0.5 * (hess + hess.T)
     if not np.all(np.isfinite(hess)):
-        return None
+        return None, hess
     try:
         np.linalg.cholesky(hess)
     except np.linalg.LinAlgError:
-        return None
-    return np.linalg.inv(hess)
+        return None, hess
+    return np.linalg.inv(hess), hess
+
+
+def uninformed(posterior: Posterior, z, hess) -> list[str]:
+    """The model parameters the records say nothing about at ``z``: those whose curvature
+    of ``-log p`` (``hess``, from :func:`_laplace_covariance`) is the prior's alone, to
+    within the finite differences' error. A parameter the forward run ignores (a typo in
+    its name inside ``forward``, a zone that never floods within the records) is one."""
+    prior = -np.asarray(jax.hessian(posterior.log_prior)(z))
+    out = []
+    for k, name in enumerate(posterior.model_names):
+        data = hess[k, k] - prior[k, k]
+        if np.isfinite(data) and abs(data) <= 1e-6 * max(abs(prior[k, k]), 1e-300):
+            out.append(name)
+    return out
 
 
 def map_estimate(forward, priors, observations, *, noise, init=None, max_steps: int = 200,
@@ -338,7 +353,13 @@ def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int
         _check_init(posterior, z0, "the prior median")
         with show.ticking(f"MAP fit of {d} parameters from {MAP_STARTS} starting points"):
             z0 = _best_map(posterior, z0, jax.random.fold_in(k_init, 1), counter)
-            cov = _laplace_covariance(posterior, z0, counter)
+            cov, hess = _laplace_covariance(posterior, z0, counter)
+        ignored = uninformed(posterior, z0, hess)
+        if ignored:
+            warnings.warn(f"the records carry no information about {ignored!r}: the forward "
+                          "run's predictions at the gauges do not change with them at the "
+                          "MAP fit (does forward use them? do the records cover the time "
+                          "they act?); their posterior will be their prior", stacklevel=2)
     if init == "prior":
         keys = jax.random.split(k_init, chains)
         starts = jnp.stack([
