@@ -216,15 +216,22 @@ class Draws(NamedTuple):
     tree_depth: jnp.ndarray
 
 
+DENSE_MASS_MAX_PARAMETERS = 10  # above this, the warm-up adapts a diagonal mass matrix
+
+
 def warm_up(logdensity, key, z0, num_steps: int, inverse_mass_matrix=None,
             max_doublings: int = 10, target_accept: float = 0.8):
     """Stan's window adaptation of one NUTS chain from ``z0``: the last state, the tuned
-    ``step_size`` and ``inverse_mass_matrix``, and the gradients and divergences it took."""
+    ``step_size`` and ``inverse_mass_matrix``, and the gradients and divergences it took.
+    A 2-D ``inverse_mass_matrix`` (a covariance) makes the adapted matrix dense; a 1-D one
+    or None, diagonal."""
     import blackjax
 
     adapt = blackjax.window_adaptation(blackjax.nuts, logdensity,
                                        max_num_doublings=max_doublings,
                                        initial_inverse_mass_matrix=inverse_mass_matrix,
+                                       is_mass_matrix_diagonal=inverse_mass_matrix is None
+                                       or inverse_mass_matrix.ndim == 1,
                                        target_acceptance_rate=target_accept)
     (state, params), info = adapt.run(key, z0, num_steps=num_steps)
     params = {k: params[k] for k in ("step_size", "inverse_mass_matrix")}
@@ -382,7 +389,15 @@ def sample(forward, priors, observations, *, noise, chains: int = 4, warmup: int
 
     # Warm-up: Stan's windows, vmapped (or split over devices) across chains.
     mesh = _chain_mesh(chains, devices)
-    imm = None if cov is None else jnp.asarray(np.diag(cov))
+    # A dense mass matrix where the warm-up's windows have enough draws to estimate it:
+    # calibrated coefficients often trade off (two Manning zones, a source's amplitude and
+    # extent), and a diagonal one leaves NUTS long trajectories along the ridge.
+    if cov is None:
+        imm = None
+    elif d <= DENSE_MASS_MAX_PARAMETERS:
+        imm = jnp.asarray(cov)
+    else:
+        imm = jnp.asarray(np.diag(cov))
     t_warm = time.perf_counter()
     with show.ticking(f"warm-up: {chains} chains x {warmup} steps"):
         state, params, warm_steps, warm_div = _over_chains(
