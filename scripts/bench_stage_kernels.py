@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from swe import bench, tpu_stage
+from swe import bench, tpu_stage, xla_stage
 
 
 def stage_inputs(n, precision):
@@ -50,7 +50,7 @@ def bench_stages(ns, block_rows, block_cols=(0,), steps=20, repeat=3, precision=
         def looped(stage):
             return jax.jit(lambda s: jax.lax.fori_loop(0, steps, lambda i, q: stage(q), s))
 
-        runs = {"xla": looped(lambda s: model.xla_euler_step(0.0, s, dt, beds))}
+        runs = {"xla": looped(lambda s: xla_stage.euler_step(model, 0.0, s, dt, beds))}
         for rows in block_rows:
             for cols in block_cols:
                 for halo in halos:
@@ -110,7 +110,7 @@ def stage_cost(n=1024, precision="float32"):
     """XLA's own count for one forward-Euler stage of the default scheme, per cell:
     flops, transcendentals and bytes accessed (``cost_analysis`` of the compiled stage)."""
     model, state, beds, dt = stage_inputs(n, precision)
-    compiled = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds)).lower(state).compile()
+    compiled = jax.jit(lambda s: xla_stage.euler_step(model, 0.0, s, dt, beds)).lower(state).compile()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     return {k: float(cost[k]) / (n * n) for k in ("flops", "transcendentals", "bytes accessed")

@@ -11,7 +11,9 @@ Each side (``west``, ``east``, ``south``, ``north``) gets one condition:
 
 Time-dependent values are given as a function of ``t`` (seconds). Values along an edge may
 also be 1-D arrays of the edge length (``ny`` for west/east, ``nx`` for south/north), e.g.
-an inflow that only covers a river's channel.
+an inflow that only covers a river's channel. A condition names the fields that hold such
+values in ``edge_fields``: they are checked against the edge's length, and on a device mesh
+each device cuts them to its part of the edge.
 """
 
 from __future__ import annotations
@@ -48,10 +50,12 @@ def _check_edge_value(name: str, value):
     return arr
 
 
-def _edge_value(value, t, axis, name="value", shape=None):
-    """The value at ``t`` as an array over the edge cells (a 1-D profile runs along the
-    edge, i.e. across the normal axis). A function's result is checked while tracing: a
-    number or a 1-D array (of the edge's cells, when ``shape``, theirs, is given)."""
+def edge_value(value, t, axis, name="value", shape=None):
+    """``value`` (a number, a 1-D profile along the edge or a function of ``t`` returning
+    either) at ``t``, shaped to broadcast over ghost cells of ``shape`` across ``axis``
+    (a 1-D profile runs along the edge, i.e. across the normal axis). A function's result
+    is checked while tracing: a number or a 1-D array (of the edge's cells, when ``shape``,
+    theirs, is given); ``name`` names it in the error."""
     if callable(value):
         out = value(t)
         expected = "a number or a 1-D array along the edge" + (
@@ -70,9 +74,20 @@ class AbstractBoundary(eqx.Module):
 
     ``side`` is -1 on the low side (west, south) and +1 on the high side, so that
     ``side * q_normal`` is the outward discharge.
+
+    ``bed_mode`` is how the bed continues into the ghost cells: ``"mirror"``, ``"edge"``
+    (the edge cell's bed repeated) or ``"wrap"``. ``edge_fields`` names the fields that
+    hold values along the edge (a number, a 1-D array of the edge's length, or a function
+    of ``t`` returning either; read them with :func:`edge_value`): they are checked when
+    the model is built, and cut to each device's part of the edge on a mesh.
     """
 
     bed_mode: eqx.AbstractClassVar[str]
+    edge_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __check_init__(self):
+        for name in self.edge_fields:
+            _check_edge_value(name, getattr(self, name))
 
     @abc.abstractmethod
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
@@ -135,6 +150,7 @@ class Inflow(AbstractBoundary):
 
     discharge: object
     bed_mode: ClassVar[str] = "edge"
+    edge_fields: ClassVar[tuple[str, ...]] = ("discharge",)
 
     def __init__(self, discharge):
         self.discharge = _check_edge_value("discharge", discharge)
@@ -146,7 +162,7 @@ class Inflow(AbstractBoundary):
                              "for water leaving)")
 
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
-        q = jnp.maximum(_edge_value(self.discharge, t, axis, "discharge", edge[0].shape), 0.0)
+        q = jnp.maximum(edge_value(self.discharge, t, axis, "discharge", edge[0].shape), 0.0)
         invariant = _outgoing_invariant(edge, side, g, h_dry)
         qq = q * q / g
         h = jnp.maximum(edge[0], jnp.where(qq > 0.0, jnp.cbrt(jnp.where(qq > 0.0, qq, 1.0)), 0.0))
@@ -166,7 +182,7 @@ class Inflow(AbstractBoundary):
     def face_mass_flux(self, t, side, axis):
         # The Riemann flux between the ghost and the edge cell is q only approximately (to
         # ~1% in a rising hydrograph); imposing it makes the inflow volume exact.
-        return -side * jnp.maximum(_edge_value(self.discharge, t, axis), 0.0)
+        return -side * jnp.maximum(edge_value(self.discharge, t, axis), 0.0)
 
 
 class Stage(AbstractBoundary):
@@ -180,12 +196,13 @@ class Stage(AbstractBoundary):
 
     eta: object
     bed_mode: ClassVar[str] = "edge"
+    edge_fields: ClassVar[tuple[str, ...]] = ("eta",)
 
     def __init__(self, eta):
         self.eta = _check_edge_value("eta", eta)
 
     def ghosts(self, mirror, edge, bed_ghost, t, side, axis, g, h_dry):
-        eta = _edge_value(self.eta, t, axis, "eta", edge[0].shape)
+        eta = edge_value(self.eta, t, axis, "eta", edge[0].shape)
         h_e, _, qt_e = edge
         h = jnp.maximum(eta - bed_ghost, 0.0)
         w = _outgoing_invariant(edge, side, g, h_dry) - 2.0 * safe_sqrt(g * h)
@@ -223,18 +240,33 @@ class Boundaries(eqx.Module):
                     f"{type(getattr(self, other)).__name__}()"
                 )
 
+    def on_block(self, block) -> Boundaries:
+        """The conditions as one device of a mesh sees them: every function of ``t`` among
+        their ``edge_fields`` returns whole-edge values, cut to the device's part
+        (``block.cut``; 1-D arrays are split with the grid by themselves)."""
+        sides = {}
+        for side in SIDES:
+            bc = getattr(self, side)
+            edge = 0 if side in ("west", "east") else 1
+            for name in bc.edge_fields:
+                bc = eqx.tree_at(lambda b: getattr(b, name), bc,
+                                 block.cut(getattr(bc, name), edge))
+            sides[side] = bc
+        return Boundaries(**sides)
+
     def pair(self, axis: int) -> tuple[AbstractBoundary, AbstractBoundary]:
         """The (low, high) conditions across ``axis``: 1 is x (west, east), 0 is y."""
         return (self.west, self.east) if axis == 1 else (self.south, self.north)
 
     def check_edge_lengths(self, shape: tuple[int, int]):
-        """Edge profiles must match the edge they sit on."""
+        """Edge profiles (each condition's ``edge_fields``) must match the edge they sit
+        on."""
         ny, nx = shape
         for side, length in (("west", ny), ("east", ny), ("south", nx), ("north", nx)):
             bc = getattr(self, side)
-            for name in ("discharge", "eta"):
-                value = getattr(bc, name, None)
-                if value is not None and not callable(value) and jnp.ndim(value) == 1:
+            for name in bc.edge_fields:
+                value = getattr(bc, name)
+                if not callable(value) and jnp.ndim(value) == 1:
                     if jnp.shape(value)[0] != length:
                         raise ValueError(
                             f"{side} boundary {name} has length {jnp.shape(value)[0]}; "

@@ -60,14 +60,30 @@ class Grid(eqx.Module):
         return self.dx * self.dy
 
     @property
+    def domain(self) -> Grid:
+        """The whole domain's grid: the grid itself (on a device mesh a model's grid is a
+        :class:`swe.decomposition.GridBlock`, whose ``domain`` is the whole grid)."""
+        return self
+
+    @property
+    def rows(self):
+        """The index of each row of cells, ``0 .. ny - 1``."""
+        return jnp.arange(self.ny)
+
+    @property
+    def columns(self):
+        """The index of each column of cells, ``0 .. nx - 1``."""
+        return jnp.arange(self.nx)
+
+    @property
     def xc(self) -> Float[Array, " nx"]:
         """Cell-centre x coordinates (m)."""
-        return self.x[0] + (jnp.arange(self.nx) + 0.5) * self.dx
+        return self.x[0] + (self.columns + 0.5) * self.dx
 
     @property
     def yc(self) -> Float[Array, " ny"]:
         """Cell-centre y coordinates (m)."""
-        return self.y[0] + (jnp.arange(self.ny) + 0.5) * self.dy
+        return self.y[0] + (self.rows + 0.5) * self.dy
 
     def cell_centers(self) -> tuple[Float[Array, "ny nx"], Float[Array, "ny nx"]]:
         """``(X, Y)``, each ``(ny, nx)``, of cell-centre coordinates in metres."""

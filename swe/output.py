@@ -120,7 +120,7 @@ def global_attrs(model, settings, extra=None) -> dict:
         "title": "swe shallow-water simulation",
         "source": f"swe-jax {__version__}",
         "g": float(model.g),
-        "riemann": model.scheme.riemann,
+        "riemann": model.scheme.riemann_name,
         "reconstruction": model.scheme.reconstruction,
         "limiter": model.scheme.limiter,
         "stage_kernel": stage_kernel_for_run(model, settings.get("integrator", "ssprk2")),

@@ -13,27 +13,24 @@ same compiled solve on its block. What crosses block edges:
 * **Reductions**: the CFL wave speed is gathered from every device (``all_gather`` then
   ``max``, which keeps it differentiable), so all devices take the same steps.
 
-Fields that the model builds from the grid (the Coriolis parameter, a point source's
-cell) are precomputed and split like any field, and forcings given as functions of time
-(rain, wind, boundary profiles) return the whole grid's values, which each device cuts to
-its block. The result equals the single-device run to round-off, for every boundary kind,
-with bathymetry, friction, Coriolis, wind, rain and point sources.
+Each device's model sees its block (:func:`localise`): its grid is the block's
+(:class:`swe.decomposition.GridBlock`, so that fields a forcing computes from the grid, a
+Coriolis parameter or a point source's cell, are the block's), arrays of the grid's shape
+are split with it, and each forcing and boundary condition is cut by its own ``on_block``
+(functions of time return the whole grid's values, which each device cuts to its block).
+The result equals the single-device run to round-off, for every boundary kind, with
+bathymetry, friction, Coriolis, wind, rain, point sources and a user's own forcing.
 """
 
 from __future__ import annotations
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .boundaries import SIDES, Periodic, ghost_cells, impose_face_fluxes, pad_bed
+from .decomposition import MeshBlock
 from .run import solve as solve_block
-from .sources import PointSource, Rain
-
-AXIS_NAMES = {0: "y", 1: "x"}
 
 
 # The equinox releases whose closure conversion compares sharding metadata, and for which
@@ -67,98 +64,6 @@ def _compare_closures_without_sharding():
     _ad._strip_weak_dtype = lambda tree: jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
     _ad._swe_shard_map_fix = True
-
-
-class Decomposition(eqx.Module):
-    """Which grid axes are split over which mesh axes (static; no arrays)."""
-
-    sizes: tuple[int, int] = eqx.field(static=True)  # devices along (y, x)
-
-    def split(self, axis: int) -> bool:
-        return self.sizes[axis] > 1
-
-    def _index(self, axis):
-        return lax.axis_index(AXIS_NAMES[axis])
-
-    def _neighbours(self, arrays, axis: int, ng: int, periodic: bool):
-        """``(low, high)`` halos: the previous device's last ``ng`` slices and the next
-        device's first ``ng``. Without a neighbour (an outer edge) they are zeros."""
-        n = self.sizes[axis]
-        name = AXIS_NAMES[axis]
-        up = [(i, i + 1) for i in range(n - 1)] + ([(n - 1, 0)] if periodic else [])
-        down = [(i + 1, i) for i in range(n - 1)] + ([(0, n - 1)] if periodic else [])
-        length = arrays[0].shape[axis]
-        last = tuple(lax.slice_in_dim(a, length - ng, length, axis=axis) for a in arrays)
-        first = tuple(lax.slice_in_dim(a, 0, ng, axis=axis) for a in arrays)
-        return lax.ppermute(last, name, up), lax.ppermute(first, name, down)
-
-    def _select(self, axis, physical, neighbour, periodic):
-        """Physical ghosts on the outer edges, the neighbours' cells elsewhere."""
-        if periodic:
-            return neighbour
-        i = self._index(axis)
-        lo_p, hi_p = physical
-        lo_n, hi_n = neighbour
-        first, last = i == 0, i == self.sizes[axis] - 1
-        lo = tuple(jnp.where(first, p, q) for p, q in zip(lo_p, lo_n))
-        hi = tuple(jnp.where(last, p, q) for p, q in zip(hi_p, hi_n))
-        return lo, hi
-
-    def ghost_cells(self, h, qn, qt, bed_padded, boundaries, *, axis, ng, t, g, h_dry):
-        """:func:`swe.boundaries.ghost_cells` for a block of the decomposed grid."""
-        kw = dict(axis=axis, ng=ng, t=t, g=g, h_dry=h_dry)
-        if not self.split(axis):
-            return ghost_cells(h, qn, qt, bed_padded, boundaries, **kw)
-        periodic = isinstance(boundaries.pair(axis)[0], Periodic)
-        neighbour = self._neighbours((h, qn, qt), axis, ng, periodic)
-        physical = None if periodic else ghost_cells(h, qn, qt, bed_padded, boundaries, **kw)
-        return self._select(axis, physical, neighbour, periodic)
-
-    def pad_bed(self, bed, boundaries, axis: int, ng: int):
-        if not self.split(axis):
-            return pad_bed(bed, boundaries, axis, ng)
-        periodic = isinstance(boundaries.pair(axis)[0], Periodic)
-        (lo_n,), (hi_n,) = self._neighbours((bed,), axis, ng, periodic)
-        if periodic:
-            lo, hi = lo_n, hi_n
-        else:
-            padded = pad_bed(bed, boundaries, axis, ng)
-            n = bed.shape[axis]
-            lo_p = lax.slice_in_dim(padded, 0, ng, axis=axis)
-            hi_p = lax.slice_in_dim(padded, n + ng, n + 2 * ng, axis=axis)
-            (lo,), (hi,) = self._select(axis, ((lo_p,), (hi_p,)), ((lo_n,), (hi_n,)), False)
-        return jnp.concatenate([lo, bed, hi], axis=axis)
-
-    def pad_factor(self, theta, boundaries, axis: int):
-        """Positivity factors with one ghost each side: 1 outside the domain (ghosts are
-        never limited), the neighbour's value across a block edge."""
-        pad = [(0, 0), (0, 0)]
-        pad[axis] = (1, 1)
-        if not self.split(axis):
-            return jnp.pad(theta, pad, constant_values=1.0)
-        periodic = isinstance(boundaries.pair(axis)[0], Periodic)
-        neighbour = self._neighbours((theta,), axis, 1, periodic)
-        ones = tuple((jnp.ones_like(x[0]),) for x in neighbour)
-        (lo,), (hi,) = self._select(axis, ones, neighbour, periodic)
-        return jnp.concatenate([lo, theta, hi], axis=axis)
-
-    def impose_face_fluxes(self, mass_flux, boundaries, *, axis: int, t):
-        """Prescribed boundary fluxes on the outer edges' faces only."""
-        imposed = impose_face_fluxes(mass_flux, boundaries, axis=axis, t=t)
-        if not self.split(axis) or imposed is mass_flux:
-            return imposed
-        i = self._index(axis)
-        face = lax.broadcasted_iota(jnp.int32, mass_flux.shape, axis)
-        outer = ((face == 0) & (i == 0)) | (
-            (face == mass_flux.shape[axis] - 1) & (i == self.sizes[axis] - 1))
-        return jnp.where(outer, imposed, mass_flux)
-
-    def max(self, x):
-        """The maximum over every device (differentiable: gather, then max)."""
-        for axis in (0, 1):
-            if self.split(axis):
-                x = jnp.max(lax.all_gather(x, AXIS_NAMES[axis]))
-        return x
 
 
 def make_mesh(mesh, grid):
@@ -264,54 +169,11 @@ def specs(tree, grid):
     return jax.tree_util.tree_map_with_path(lambda p, x: _spec(p, x, grid), tree)
 
 
-class _FieldCoriolis(eqx.Module):
-    """The Coriolis parameter as a precomputed field (each device holds its rows)."""
-
-    f: jax.Array
-
-    def parameter(self, grid):
-        return self.f
-
-
-class _BlockOf(eqx.Module):
-    """A function of ``t`` that returns whole-grid values (an ``(ny, nx)`` field, a row or
-    column of it, or a 1-D profile along an edge), cut to this device's block. Scalars pass
-    through. ``edge`` is the grid axis a 1-D profile runs along (None: no 1-D values)."""
-
-    fn: object
-    shape: tuple[int, int] = eqx.field(static=True)
-    sizes: tuple[int, int] = eqx.field(static=True)
-    edge: int | None = eqx.field(static=True, default=None)
-
-    def __call__(self, t):
-        value = jnp.asarray(self.fn(t))
-        axes = {0: 0, 1: 1} if value.ndim == 2 else {0: self.edge} if value.ndim == 1 else {}
-        for dim, axis in axes.items():
-            if axis is None or self.sizes[axis] == 1 or value.shape[dim] != self.shape[axis]:
-                continue  # replicated, or broadcast along this axis
-            block = self.shape[axis] // self.sizes[axis]
-            value = lax.dynamic_slice_in_dim(value, lax.axis_index(AXIS_NAMES[axis]) * block,
-                                             block, axis=dim)
-        return value
-
-
-class _CellSource(eqx.Module):
-    """A point source as an indicator field of its cell (split with the grid like any
-    field): ``rate = indicator * discharge(t) / cell_area``, equal to
-    :meth:`swe.PointSource.rate` value for value."""
-
-    indicator: jax.Array
-    discharge: object
-
-    def rate(self, t, grid, shape=None):
-        q = jnp.asarray(self.discharge(t) if callable(self.discharge) else self.discharge)
-        return self.indicator * (q / grid.cell_area)
-
-
 def localise(model, mesh):
-    """The model as each device sees it: grid-derived fields precomputed (so that they
-    can be split), functions of time wrapped to return this device's block, and the
-    decomposition attached."""
+    """The model as each device sees it: its grid the device's block
+    (:class:`swe.decomposition.GridBlock`), its forcings and boundary conditions as
+    their ``on_block`` cuts them, and the :class:`swe.decomposition.MeshBlock` attached.
+    Arrays of the grid's shape are split by :func:`specs`."""
     sizes = (mesh.shape["y"], mesh.shape["x"])
     shape = model.grid.shape
     ng = model.scheme.ghost_cells
@@ -322,40 +184,11 @@ def localise(model, mesh):
                 f"{shape[1] // sizes[1]} cells; the scheme needs at least {ng} cells per "
                 f"block along each split axis ({name} = {n}): use fewer devices along it")
 
-    def block(fn, edge=None):
-        return _BlockOf(fn, shape, sizes, edge) if callable(fn) else fn
-
-    if model.coriolis is not None:
-        f = jnp.broadcast_to(model.coriolis.parameter(model.grid), (model.grid.ny, 1))
-        model = eqx.tree_at(lambda m: m.coriolis, model, _FieldCoriolis(f))
-    if model.wind is not None:
-        wind = model.wind
-        model = eqx.tree_at(lambda m: (m.wind.tau_x, m.wind.tau_y), model,
-                            (block(wind.tau_x), block(wind.tau_y)))
-    sources = []
-    for s in model.sources:
-        if isinstance(s, PointSource):
-            j, i = model.grid.cell_index(s.x, s.y)
-            s = _CellSource(jnp.zeros(shape, model.bed.dtype).at[j, i].set(1.0), s.discharge)
-        elif isinstance(s, Rain):
-            s = eqx.tree_at(lambda r: r.intensity, s, block(s.intensity))
-        else:
-            raise ValueError(f"the mass source {type(s).__name__} is not supported on a "
-                             "device mesh; expected swe.Rain or swe.PointSource")
-        sources.append(s)
-    model = eqx.tree_at(lambda m: m.sources, model, tuple(sources))
-    boundaries = model.boundaries
-    for side in SIDES:
-        bc = getattr(boundaries, side)
-        for name in ("discharge", "eta"):
-            if callable(getattr(bc, name, None)):
-                edge = 0 if side in ("west", "east") else 1
-                bc = eqx.tree_at(lambda b: getattr(b, name), bc,
-                                 block(getattr(bc, name), edge))
-        boundaries = eqx.tree_at(lambda b: getattr(b, side), boundaries, bc)
-    model = eqx.tree_at(lambda m: m.boundaries, model, boundaries)
-    return eqx.tree_at(lambda m: m.decomposition, model, Decomposition(sizes),
-                       is_leaf=lambda x: x is None)
+    block = MeshBlock(sizes, shape)
+    forcings = tuple(f.on_block(block) for f in model.forcings)
+    return eqx.tree_at(lambda m: (m.grid, m.forcings, m.boundaries, m.decomposition), model,
+                       (block.grid_of(model.grid), forcings, model.boundaries.on_block(block),
+                        block))
 
 
 def solve(mesh, model, y0, *args):

@@ -1,4 +1,4 @@
-"""Pointwise numerics shared by XLA's stage (:mod:`swe.model`) and the TPU kernel
+"""Pointwise numerics shared by XLA's stage (:mod:`swe.operator`) and the TPU kernel
 (:mod:`swe.tpu_stage`): functions of one cell or one interface, scalars in and out (or
 arrays of any shape, elementwise), lifted over the grid by their callers.
 
@@ -114,8 +114,8 @@ def euler_update(h, hu, hv, dh, dhu, dhv, dt, friction, g, h_dry):
 
 
 def source_update(h, hu, hv, forcing, f, dt, friction, g, h_dry):
-    """:meth:`swe.ShallowWater.source_step` of one cell; pointwise. ``forcing``: the rates
-    ``(dh, dhu, dhv)`` of the mass sources and the wind (m/s, m^2/s^2; None where absent),
+    """:func:`swe.steps.source_step` of one cell; pointwise. ``forcing``: the rates
+    ``(dh, dhu, dhv)`` of the forcings but friction and Coriolis (m/s, m^2/s^2; None where absent),
     taken explicitly; ``f``: the Coriolis parameter (1/s; None without), applied as the
     exact rotation of ``(hu, hv)`` by ``f dt``; then :func:`damped`."""
     sh, shu, shv = forcing

@@ -1,6 +1,6 @@
 """Face reconstruction, written for one cell: slope limiters and Koren's face limiter
 (:data:`LIMITERS` maps each name to the deviations of a cell's two face values), the MUSCL
-face values of a cell from its neighbours, and the MUSCL-Hancock predictor. ``swe.model``
+face values of a cell from its neighbours, and the MUSCL-Hancock predictor. ``swe.operator``
 lifts them over the grid. The hydrostatic reconstruction of the interfaces, which makes the
 scheme well balanced, is :func:`swe.pointwise.hydrostatic_reconstruction`.
 """
@@ -82,7 +82,7 @@ def _thinc_position(a, b):
 
 def thinc_exponential(a, b, beta=THINC_BETA):
     """The one transcendental of :func:`thinc`, ``exp(theta beta (2c - 1))``: computed
-    apart in plain vectorised loops by the grid kernels (see ``swe.model``)."""
+    apart in plain vectorised loops by the grid kernels (see ``swe.operator``)."""
     _, _, theta, _, c = _thinc_position(a, b)
     return jnp.exp(theta * beta * (2.0 * c - 1.0))
 

@@ -1,4 +1,13 @@
-"""Physical source terms. Each is optional, and an absent one is not traced at all.
+"""Forcings: the pointwise terms of the right-hand side, and the one interface they share.
+
+Friction, Coriolis, wind, rain, point sources and a user's own forcing are each an
+:class:`AbstractForcing`: the rates of depth and discharges it adds at time ``t`` for a
+state (:meth:`AbstractForcing.rates`), its check against the grid, and how one device of a
+mesh sees it (:meth:`AbstractForcing.on_block`). ``swe.ShallowWater(..., forcings=(...))``
+takes any of them; an absent one is not traced at all. Two have a role in the steps
+besides their rates: the friction law is applied semi-implicitly
+(:class:`AbstractFriction`), and the split scheme turns the Coriolis force into an exact
+rotation (:class:`BetaPlane`).
 
 Coefficients are stored as JAX arrays, so changing a value never recompiles and every
 coefficient can be differentiated. A coefficient is a scalar or an ``(ny, nx)`` field (e.g.
@@ -12,7 +21,9 @@ import abc
 import equinox as eqx
 import jax.numpy as jnp
 
+from .decomposition import cut_functions
 from .errors import check_field, check_finite_scalar, check_forcing_output
+from .pointwise import friction_decay_rate
 
 
 def _coefficient(name, value, shape=None):
@@ -36,22 +47,59 @@ def _forcing(value, t, name=None, shape=None):
     return check_forcing_output(name, value(t), () if shape is None else shape, expected)
 
 
+class AbstractForcing(eqx.Module):
+    """A pointwise term of the right-hand side: rates of depth and discharges.
+
+    A subclass implements :meth:`rates`. It may override :meth:`checked` (validation
+    against the grid when the model is built) and :meth:`on_block` (how one device of a
+    mesh sees it) where the defaults do not fit. Arrays it holds are leaves: they can be
+    differentiated, and changing them does not recompile.
+    """
+
+    @abc.abstractmethod
+    def rates(self, t, state, model):
+        """``(dh/dt, d(hu)/dt, d(hv)/dt)`` at time ``t`` (s) for ``state``, each None
+        (absent), a number or an array of the state's shape, in m/s and m^2/s^2.
+
+        ``model`` is the :class:`~swe.ShallowWater` as the device that runs it sees it:
+        ``model.grid`` covers the cells of ``state`` (on a device mesh a
+        :class:`~swe.decomposition.GridBlock`, whose ``xc``, ``yc``, ``rows`` and ``columns``
+        are the block's), and ``model.bed``, ``model.g`` and ``model.h_dry`` are at hand.
+        """
+
+    def checked(self, grid):
+        """This forcing checked against ``grid`` when the model is built (ValueError
+        naming the argument, its value and what is accepted). Default: itself."""
+        return self
+
+    def on_block(self, block):
+        """This forcing as one device of a mesh sees it (``block``: a
+        :class:`~swe.decomposition.MeshBlock`). Arrays of the grid's shape are split with
+        the grid by themselves. By default every function the forcing holds is taken as a
+        function of ``t`` returning a number or whole-grid values (an ``(ny, nx)`` field,
+        a row or a column) and is cut to the block; override this for anything else."""
+        return cut_functions(self, block)
+
+
 # --- bottom friction -------------------------------------------------------------------
 
-class AbstractFriction(eqx.Module):
+class AbstractFriction(AbstractForcing):
     """Bottom friction written as ``d(hu)/dt = -k(h, |u|) hu``.
 
     The time stepper applies it semi-implicitly, ``hu <- hu / (1 + dt k)``, which damps the
-    flow towards zero and can never reverse it, however thin the layer or large ``dt``.
+    flow towards zero and can never reverse it, however thin the layer or large ``dt``; its
+    :meth:`rates` are the explicit form, for :meth:`swe.ShallowWater.tendency`. A model
+    takes one friction law.
     """
 
     @abc.abstractmethod
     def decay_rate(self, h, speed, g, h_dry):
         """``k`` (1/s) for depth ``h`` (m) and speed ``|u|`` (m/s)."""
 
-    @abc.abstractmethod
-    def with_shape(self, shape):
-        """This law with its coefficient checked against the grid shape ``(ny, nx)``."""
+    def rates(self, t, state, model):
+        k = friction_decay_rate(self, state.h, state.h, state.hu, state.hv, model.g,
+                                model.h_dry)
+        return None, -k * state.hu, -k * state.hv
 
 
 class Manning(AbstractFriction):
@@ -67,8 +115,8 @@ class Manning(AbstractFriction):
         # derivative another. Gradient of the 300-step benchmark at 128^2: 0.85x the time.
         return g * self.n**2 * speed * jnp.exp((-4.0 / 3.0) * jnp.log(jnp.maximum(h, h_dry)))
 
-    def with_shape(self, shape):
-        return Manning(_coefficient("n", self.n, shape))
+    def checked(self, grid):
+        return Manning(_coefficient("n", self.n, grid.shape))
 
 
 class Chezy(AbstractFriction):
@@ -90,8 +138,8 @@ class Chezy(AbstractFriction):
     def decay_rate(self, h, speed, g, h_dry):
         return g * speed / (self.C**2 * jnp.maximum(h, h_dry))
 
-    def with_shape(self, shape):
-        return Chezy(_coefficient("C", self.C, shape))
+    def checked(self, grid):
+        return Chezy(_coefficient("C", self.C, grid.shape))
 
 
 class LinearDrag(AbstractFriction):
@@ -105,17 +153,18 @@ class LinearDrag(AbstractFriction):
     def decay_rate(self, h, speed, g, h_dry):
         return self.r / jnp.maximum(h, h_dry)
 
-    def with_shape(self, shape):
-        return LinearDrag(_coefficient("r", self.r, shape))
+    def checked(self, grid):
+        return LinearDrag(_coefficient("r", self.r, grid.shape))
 
 
 # --- Coriolis ----------------------------------------------------------------------------
 
-class BetaPlane(eqx.Module):
+class BetaPlane(AbstractForcing):
     """Coriolis parameter ``f = f0 + beta (y - y0)`` (f0 in 1/s, beta in 1/(m s)).
 
     ``y0`` (m) defaults to the centre of the grid's y extent. ``beta=0`` is an f-plane.
-    Adds ``f hv`` to ``d(hu)/dt`` and ``-f hu`` to ``d(hv)/dt``.
+    Adds ``f hv`` to ``d(hu)/dt`` and ``-f hu`` to ``d(hv)/dt`` (the split scheme applies
+    it as the exact rotation of ``(hu, hv)`` by ``f dt``). A model takes one.
     """
 
     f0: jnp.ndarray
@@ -132,6 +181,10 @@ class BetaPlane(eqx.Module):
         y0 = 0.5 * (grid.y[0] + grid.y[1]) if self.y0 is None else self.y0
         return (self.f0 + self.beta * (grid.yc - y0))[:, None]
 
+    def rates(self, t, state, model):
+        f = self.parameter(model.grid).astype(state.h.dtype)
+        return None, f * state.hv, -f * state.hu
+
 
 def FPlane(f0) -> BetaPlane:
     """An f-plane: constant Coriolis parameter ``f0`` (1/s)."""
@@ -140,8 +193,9 @@ def FPlane(f0) -> BetaPlane:
 
 # --- surface wind stress -------------------------------------------------------------------
 
-class WindStress(eqx.Module):
-    """Surface wind stress ``(tau_x, tau_y)`` in Pa, acting on wet cells.
+class WindStress(AbstractForcing):
+    """Surface wind stress ``(tau_x, tau_y)`` in Pa, acting on wet cells (deeper than the
+    model's ``h_dry``).
 
     Each component is a number, an ``(ny, nx)`` field, or a function of ``t`` returning one.
     The momentum forcing is ``tau / rho_water``.
@@ -157,12 +211,18 @@ class WindStress(eqx.Module):
         self.rho_water = jnp.asarray(
             check_finite_scalar("rho_water", rho_water, lower=0.0, lower_open=True))
 
-    def with_shape(self, shape):
+    def checked(self, grid):
+        shape = grid.shape
         return WindStress(
             self.tau_x if callable(self.tau_x) else check_field("tau_x", self.tau_x, shape),
             self.tau_y if callable(self.tau_y) else check_field("tau_y", self.tau_y, shape),
             self.rho_water,
         )
+
+    def rates(self, t, state, model):
+        ax, ay = self.acceleration(t, state.h.shape)
+        wet = state.h > model.h_dry
+        return None, jnp.where(wet, ax, 0.0), jnp.where(wet, ay, 0.0)
 
     def acceleration(self, t, shape=None):
         return (_forcing(self.tau_x, t, "tau_x", shape) / self.rho_water,
@@ -179,16 +239,15 @@ def _field_or_scalar(name, value):
 
 # --- mass sources --------------------------------------------------------------------------
 
-class AbstractMassSource(eqx.Module):
+class AbstractMassSource(AbstractForcing):
     """A source of water depth, ``dh/dt`` in m/s."""
 
     @abc.abstractmethod
     def rate(self, t, grid, shape=None):
         """``dh/dt`` (m/s): a scalar or an ``(ny, nx)`` field at time ``t``."""
 
-    @abc.abstractmethod
-    def with_shape(self, grid):
-        """This source checked against the grid."""
+    def rates(self, t, state, model):
+        return self.rate(t, model.grid, state.h.shape), None, None
 
 
 class Rain(AbstractMassSource):
@@ -206,7 +265,7 @@ class Rain(AbstractMassSource):
     def rate(self, t, grid, shape=None):
         return _forcing(self.intensity, t, "intensity", shape or grid.shape)
 
-    def with_shape(self, grid):
+    def checked(self, grid):
         if callable(self.intensity):
             return self
         return Rain(check_field("intensity", self.intensity, grid.shape))
@@ -231,8 +290,10 @@ class PointSource(AbstractMassSource):
     def rate(self, t, grid, shape=None):
         j, i = grid.cell_index(self.x, self.y)
         q = jnp.asarray(_forcing(self.discharge, t, "discharge"))
-        return jnp.zeros(grid.shape, q.dtype).at[j, i].set(q / grid.cell_area)
+        # By global indices, so that a device's block of the grid finds the cell too.
+        cell = (grid.rows[:, None] == j) & (grid.columns[None, :] == i)
+        return jnp.where(cell, q / grid.cell_area, jnp.zeros((), q.dtype))
 
-    def with_shape(self, grid):
+    def checked(self, grid):
         grid.cell_index(self.x, self.y)  # raises if the point is off the grid
         return self

@@ -1,5 +1,5 @@
 """Which computation runs a forward-Euler stage: XLA's program
-(:meth:`swe.ShallowWater.xla_euler_step`) or the Pallas kernel of :mod:`swe.tpu_stage`.
+(:mod:`swe.xla_stage`) or the Pallas kernel of :mod:`swe.tpu_stage`.
 
 :class:`swe.FiniteVolume`'s ``kernel`` chooses: ``"auto"`` (the default) takes the kernel
 on a TPU for grids of at least :data:`AUTO_MIN_CELLS` cells whose model it covers
@@ -38,7 +38,7 @@ SPLIT_INTEGRATORS = frozenset({"split", "strang"})
 def unsupported(model, beds) -> str | None:
     """Why :func:`swe.tpu_stage.euler_step` cannot run ``model``'s stage, or None if it
     can."""
-    if model.decomposition is not None:
+    if model.decomposition.on_mesh:
         return "a model on a device mesh (swe.parallel)"
     if set(beds) != {0, 1}:
         return "a model with one swept direction (a 1-D channel)"

@@ -26,6 +26,7 @@ from .errors import check_finite_scalar
 from .model import ShallowWater
 from .pointwise import desingularised_velocity, safe_sqrt
 from .state import State
+from .steps import split_step, ssp_step
 from .tpu_stage import BlockLayout, to_block_layout, uses_block_layout
 
 
@@ -128,7 +129,7 @@ class ShallowWaterTerm(diffrax.AbstractTerm):
         return jax.tree.map(lambda v: control * v, vf)
 
     def split(self, t, y, args, dt, strang=False):
-        return self.model.split_step(t, y, dt, args, strang=strang)
+        return split_step(self.model, t, y, dt, args, strang=strang)
 
 
 class EndpointLinearInterpolation(diffrax.AbstractLocalInterpolation):
@@ -189,7 +190,7 @@ class AbstractSSPRK(diffrax.AbstractSolver):
         del solver_state, made_jump
         dt = t1 - t0
         terms = _unwrap(terms)
-        y = terms.model.ssp_step(t0, carried_state(y0), dt, args, self.stages)
+        y = ssp_step(terms.model, t0, carried_state(y0), dt, args, self.stages)
         if isinstance(y0, Tracked):
             y = Tracked(y, y0.envelopes.update(t1, state_of(y), terms.model.h_dry))
         dense_info = dict(y0=y0, y1=y)
@@ -222,7 +223,7 @@ class SSPRK3(AbstractSSPRK):
 
 class SplitHancock(AbstractSSPRK):
     """Godunov dimensional splitting with MUSCL-Hancock sweeps
-    (:meth:`~swe.model.ShallowWater.split_step`): one stage per direction, each stable to
+    (:func:`swe.steps.split_step`): one stage per direction, each stable to
     a Courant number of 1, so it runs with ``cfl=0.9`` unless told otherwise. Second order
     in space and time within a sweep; the splitting itself is first order and sweeps x
     before y, so it is not symmetric under swapping x and y (PyClaw's default split

@@ -16,7 +16,7 @@ a run carries its state in that layout from step to step (:class:`BlockLayout`, 
 once a run by :func:`swe.stepping.initial_carry`): whole runs of the benchmark reach 2.44
 Gcell-updates/s at N = 2048 on a TPU v5e (float32), 30.6% of its measured triad.
 
-It gives :meth:`ShallowWater.euler_step` to round-off (the same functions in the same
+It gives :func:`swe.steps.euler_step` to round-off (the same functions in the same
 order): MUSCL with any slope or face limiter, or first order; any Riemann solver;
 hydrostatic reconstruction; the draining-time positivity limiter; friction (any law, scalar
 or field coefficients); Coriolis, wind and mass sources (their pointwise rates are computed
@@ -45,6 +45,8 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from .boundaries import ghost_cells
+from . import xla_stage
+from .operator import RolledFaces, divergence, donor_scale, draining_factors, momentum_source
 from .pointwise import (centred_bed_slope, desingularised_velocity, euler_update, interface,
                         shu_osher)
 from .reconstruction import muscl_cell
@@ -298,13 +300,13 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
     interior = (row >= 0) & (row < ny) & (col >= 0) & (col < nx)
     u = desingularised_velocity(h, hu, h_dry)
     v = desingularised_velocity(h, hv, h_dry)
+    faces_at = RolledFaces(at)  # interface j + 1/2 stored at cell j
     fluxes = {}
-    outflow = jnp.zeros_like(h)
     for axis, un, ut, inv in ((1, u, v, inv_dx), (0, v, u, inv_dy)):
         if limiter is None:
             right = (h, un, ut, b)
             left = [at(x, 1, axis) for x in right]
-            slope = 0.0
+            slope = None
         else:
             near = {k: [at(q, k, axis) for q in (h, un, ut, b)]
                     for k in ((-1, 1, 2) if RECOMPUTE_NEIGHBOUR_FACES else (-1, 1))}
@@ -328,25 +330,14 @@ def _kernel(*refs, ny, nx, block_rows, block_cols, halo, limiter, riemann, roll,
             faces = faces & (across >= 0) & (across < n_across)
             f_h = jnp.where(faces, face_refs[axis][...], f_h)
         f_h, f_n, f_t = f_h * inv, f_n * inv, f_t * inv
-        fluxes[axis] = (f_h, f_n, f_t, (at(corr_r, -1, axis) - corr_l - slope) * inv)
-        outflow = outflow + jnp.maximum(f_h, 0.0) - jnp.minimum(at(f_h, -1, axis), 0.0)
-    outflow = dt * outflow
+        source = momentum_source(corr_l, corr_r, slope, faces_at, axis)
+        fluxes[axis] = (f_h, f_n, f_t, source * inv)
     # Ghost cells are reservoirs of the boundary condition: never limited.
-    drains = interior & (outflow > h)
-    theta = jnp.where(drains, h / jnp.where(drains, outflow, 1.0), 1.0)
-    dh = jnp.zeros_like(h)
-    dhu = jnp.zeros_like(h)
-    dhv = jnp.zeros_like(h)
-    for axis, (f_h, f_n, f_t, source) in fluxes.items():
-        scale = jnp.where(f_h >= 0.0, theta, at(theta, 1, axis))
-
-        def minus_div(f):
-            f = f * scale
-            return at(f, -1, axis) - f
-
-        dh = dh + minus_div(f_h)
-        d_n, d_t = minus_div(f_n) + source, minus_div(f_t)
-        dhu, dhv = (dhu + d_n, dhv + d_t) if axis == 1 else (dhu + d_t, dhv + d_n)
+    theta = draining_factors(h, {axis: f[0] for axis, f in fluxes.items()}, dt, faces_at,
+                             active=interior)
+    scale = {axis: donor_scale(f[0], faces_at.donors(theta, axis))
+             for axis, f in fluxes.items()}
+    dh, dhu, dhv = divergence(fluxes, jnp.zeros_like(h), faces_at, scale)
     rates = iter(r[...] for r in rate_refs)
     dh, dhu, dhv = (d + next(rates) if present else d
                     for d, present in zip((dh, dhu, dhv), forcing))
@@ -374,7 +365,7 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
     rows, width, left = layout(nx, ny, block_rows, block_cols, halo)
     fields = list(padded_fields(model, t, state, beds, block_rows, block_cols, halo)
                   if padded is None else padded)
-    rates = model.forcing(t, state) if sources else (None, None, None)
+    rates = model.explicit_rates(t, state) if sources else (None, None, None)
     forcing = tuple(r is not None for r in rates)
     fields += [_pad_pointwise(jnp.broadcast_to(r, (ny, nx)).astype(dtype), rows, width, left,
                              halo)
@@ -447,7 +438,7 @@ def _forward(model, t, state, dt, beds, sources, interpret, block_rows, block_co
 
 def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret=False,
                block_rows=None, block_cols=None, halo=HALO):
-    """:meth:`swe.ShallowWater.euler_step` (without its ``predictor``) as one Pallas kernel;
+    """:func:`swe.steps.euler_step` (without its ``predictor``) as one Pallas kernel;
     for a model :func:`swe.stages.unsupported` accepts. Blocks of ``block_rows`` rows (a
     multiple of 8; by default :func:`block_rows_for` the window's width) with ``halo`` rows
     each side (a multiple of 4), full width or, for ``block_cols`` (a multiple of 128; by
@@ -456,7 +447,7 @@ def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret
     ``blend=(alpha, base)``: ``alpha * base + (1 - alpha) * stage`` instead (a Shu-Osher
     stage of an SSP scheme, :func:`swe.pointwise.blended`), in the kernel: on a TPU v5e
     (N = 2048, float32) a separate XLA pass costs ~0.2 ms a step of ~2.2. Reverse-mode
-    derivatives are those of XLA's stage (``model.euler_step`` with ``kernel="xla"``)."""
+    derivatives are those of XLA's stage (:func:`swe.xla_stage.euler_step`)."""
     _check(model, beds, block_rows, block_cols, halo)
     block_rows, block_cols = block_shape(*state.h.shape, jnp.dtype(state.h.dtype).itemsize,
                                          block_rows, block_cols, halo)
@@ -469,12 +460,12 @@ def euler_step(model, t, state, dt, beds, *, sources=True, blend=None, interpret
         return _forward(m, t_, s, dt_, b, sources, interpret, block_rows, block_cols, halo,
                         alpha, base_)
 
-    def xla_stage(dynamic):
+    def reference(dynamic):
         m, t_, s, dt_, b, base_ = eqx.combine(dynamic, static)
-        return m.xla_euler_step(t_, s, dt_, b, sources=sources,
-                                blend=None if alpha is None else (alpha, base_))
+        return xla_stage.euler_step(m, t_, s, dt_, b, sources=sources,
+                                    blend=None if alpha is None else (alpha, base_))
 
-    return _differentiated_as(stage, xla_stage, dynamic)
+    return _differentiated_as(stage, reference, dynamic)
 
 
 def _check(model, beds, block_rows, block_cols, halo, halo_multiple=4):
@@ -555,7 +546,7 @@ def to_block_layout(model, t, state, beds, block_rows=None, halo=CHAINED_HALO):
 def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=None,
              halo=CHAINED_HALO):
     """A step of an SSP Runge-Kutta scheme in Shu-Osher form
-    (:meth:`swe.ShallowWater.ssp_step`) by the kernel, its stages chained in the kernel's
+    (:func:`swe.steps.ssp_step`) by the kernel, its stages chained in the kernel's
     layout, from and to a :class:`BlockLayout` state (a run's carry, see
     :func:`to_block_layout`): each stage reads the layout and writes the next in it
     (blended with the step's start in the kernel), refilled in place with the ghost cells of its time (:func:`_refilled`),
@@ -566,7 +557,7 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
     instead, with its own :data:`HALO` rows (nothing is chained there, so ``halo`` does not
     apply).
 
-    Reverse-mode derivatives are those of XLA's step (:meth:`swe.ShallowWater.xla_ssp_step`)
+    Reverse-mode derivatives are those of XLA's step (:func:`swe.xla_stage.ssp_step`)
     on the interior, the result laid out by :func:`padded_fields`."""
     if not isinstance(state, BlockLayout):
         _check(model, beds, block_rows, None, halo, halo_multiple=8)
@@ -599,7 +590,7 @@ def ssp_step(model, t, state, dt, beds, stages, *, interpret=False, block_rows=N
 
     def xla_step(dynamic):
         m, t0, s0, dt_, b = eqx.combine(dynamic, static)
-        new = m.xla_ssp_step(t0, s0.interior, dt_, b, stages)
+        new = xla_stage.ssp_step(m, t0, s0.interior, dt_, b, stages)
         fields = padded_fields(m, t0 + dt_, new, b, block_rows, None, halo)[:3]
         return BlockLayout(*fields, s0.bed, shape, block_rows, halo)
 

@@ -35,7 +35,9 @@ def import_graph() -> dict[str, set[str]]:
             base = package.split(".")[: len(package.split(".")) - node.level + 1]
             target = ".".join(base + ([node.module] if node.module else []))
             named = [f"{target}.{a.name}" for a in node.names]
-            for c in [target, *named]:
+            # "from . import module" imports that module, not the package's other ones.
+            modules = [c for c in named if c in mods]
+            for c in modules if modules and not node.module else [target, *named]:
                 if c in mods and c != m:
                     graph[m].add(c)
     return graph

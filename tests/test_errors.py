@@ -54,7 +54,7 @@ def _state():
         (lambda: swe.Inflow(np.nan), r"discharge=nan contains NaN or inf"),
         (lambda: swe.Chezy(0.0), r"Chezy coefficients must be > 0"),
         (lambda: swe.Manning(-0.01), r"n has a negative value -0.01"),
-        (lambda: swe.PointSource(100.0, 1.0, 1.0).with_shape(GRID), r"point \(100.0, 1.0\) is outside the grid"),
+        (lambda: swe.PointSource(100.0, 1.0, 1.0).checked(GRID), r"point \(100.0, 1.0\) is outside the grid"),
         (lambda: _model(friction="manning"), r"friction='manning' is invalid; expected None, swe.Manning"),
         (lambda: swe.simulate(_model(), _state(), 1.0, dtype="float16"), r"dtype='float16' is not supported"),
         (lambda: swe.Inflow(-0.5), r"discharge=-0.5 has a negative value -0.5; an inflow"),

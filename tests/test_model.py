@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import swe
+from swe import operator, steps
 
 from .helpers import bumpy_bed, cell_average, periodic, simple_wave
 
@@ -89,9 +90,9 @@ def _unclamped_depth(model, state, dt, predictor, limited=True):
     beds = model.padded_beds()
     if predictor:
         beds = {1: beds[1]}
-    fluxes = model.all_fluxes(0.0, state, beds, dt if predictor else None)
-    scale = model._positivity_scale(fluxes, state.h, dt) if limited else None
-    return np.asarray(state.h + dt * model._divergence(fluxes, state, scale)[0])
+    fluxes = operator.all_fluxes(model, 0.0, state, beds, dt if predictor else None)
+    scale = operator.positivity_scale(model, fluxes, state.h, dt) if limited else None
+    return np.asarray(state.h + dt * operator.flux_divergence(fluxes, state, scale)[0])
 
 
 @pytest.mark.parametrize("dims,integrator", [("1d", "ssprk2"), ("2d", "ssprk2"),
@@ -202,14 +203,14 @@ def test_split_steps_sweep_in_the_documented_order():
     beds = model.padded_beds()
 
     def sweep(axis, state, span):
-        return model.euler_step(0.0, state, span, {axis: beds[axis]}, predictor=True,
+        return steps.euler_step(model, 0.0, state, span, {axis: beds[axis]}, predictor=True,
                                 sources=False)
 
     def by_hand(spans):
-        state = model.source_step(0.0, s0, 0.5 * dt)
+        state = steps.source_step(model, 0.0, s0, 0.5 * dt)
         for axis, span in spans:
             state = sweep(axis, state, span)
-        return model.source_step(0.5 * dt, state, 0.5 * dt)
+        return steps.source_step(model, 0.5 * dt, state, 0.5 * dt)
 
     expected = {"split": by_hand([(1, dt), (0, dt)]),
                 "strang": by_hand([(1, dt / 2), (0, dt), (1, dt / 2)])}
@@ -399,7 +400,7 @@ def test_fusion_hints_switch_changes_the_program_not_the_result(monkeypatch):
     beds = model.padded_beds()
 
     def stage():
-        fn = jax.jit(lambda s: model.euler_step(0.0, s, 0.01, beds))  # traced afresh
+        fn = jax.jit(lambda s: steps.euler_step(model, 0.0, s, 0.01, beds))  # traced afresh
         return fn(state), str(jax.make_jaxpr(fn)(state))
 
     assert fusion_hints()
@@ -571,7 +572,7 @@ def test_stencil_kernels_vjp_equals_autodiff(reconstruction, predictor, limiter,
     import functools
 
     from swe.fusion import over_grid, stencil
-    from swe.model import _muscl_interfaces
+    from swe.operator import _muscl_interfaces
     from swe.pointwise import centred_bed_slope, first_order_interface, interface
     from swe.reconstruction import LIMITERS, muscl_cell
 
@@ -636,7 +637,7 @@ def test_thinc_bvd_kernels_vjp_equals_autodiff(predictor):
     and plain autodiff's cotangents of the interface written for one interface over its
     six-cell stencil, dry cells, thin films, steps and smooth data included."""
     from swe.fusion import over_grid
-    from swe.model import _muscl_interfaces
+    from swe.operator import _muscl_interfaces
     from swe.pointwise import centred_bed_slope, interface
     from swe.reconstruction import BVD_LIMITERS, bvd_candidates, bvd_cell, koren
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import swe
-from swe import bench, tpu_stage
+from swe import bench, steps, tpu_stage, xla_stage
 from swe.simulate import iterate
 from swe.stages import AUTO_MIN_CELLS, SPLIT_INTEGRATORS, stage_kernel, stage_kernel_for_run
 from swe.stepping import INTEGRATORS, SplitHancock
@@ -81,7 +81,7 @@ def test_pallas_stage_equals_the_xla_stage(case, monkeypatch):
     stage of SSP-RK2 and RK3's third, ``blend``), as XLA's :func:`swe.pointwise.blended`."""
     _, model, state, dt = case
     beds = model.padded_beds()
-    want = jax.jit(lambda s: model.xla_euler_step(0.0, s, dt, beds))(state)
+    want = jax.jit(lambda s: xla_stage.euler_step(model, 0.0, s, dt, beds))(state)
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
     assert _max_diff(want, state) > 1e-4 * scale  # the stage moves the state: not two no-ops
     base = jax.tree.map(lambda a: 0.5 * a + 0.1, state)
@@ -114,7 +114,7 @@ def test_chained_ssp_stages_equal_the_xla_step(case):
     _, model, state, dt = case
     beds = model.padded_beds()
     stages = swe.stepping.SSPRK3.stages
-    want = jax.jit(lambda s: model.ssp_step(0.1, s, dt, beds, stages))(state)
+    want = jax.jit(lambda s: steps.ssp_step(model, 0.1, s, dt, beds, stages))(state)
     got = jax.jit(lambda s: tpu_stage.ssp_step(model, 0.1, s, dt, beds, stages,
                                             interpret=True, block_rows=8))(state)
     scale = max(float(jnp.max(jnp.abs(a))) for a in jax.tree.leaves(want))
@@ -140,10 +140,10 @@ def test_stage_vjp_is_the_xla_stage_vjp():
 
     def vjp(stage):
         return jax.jit(lambda m, s, b, c: jax.vjp(
-            lambda m, s, b: getattr(m, stage)(0.0, s, 0.01, b), m, s, b)[1](c))(
+            lambda m, s, b: stage(m, 0.0, s, 0.01, b), m, s, b)[1](c))(
                 model, state, beds, cotangent)
 
-    got, want = vjp("euler_step"), vjp("xla_euler_step")
+    got, want = vjp(steps.euler_step), vjp(xla_stage.euler_step)
     assert float(jnp.max(jnp.abs(want[1].h))) > 0.1
     assert float(jnp.max(jnp.abs(want[0].friction.n))) > 1e-3
     assert _max_diff(got, want) == 0.0
@@ -246,22 +246,22 @@ def test_the_kernel_choice(monkeypatch):
         m = swe.ShallowWater(model.grid, scheme=swe.FiniteVolume(kernel=kernel))
         assert stage_kernel(m, beds) == want
         assert stage_kernel(m, beds, predictor=True) == "xla"  # MUSCL-Hancock sweeps
-        jaxpr = str(jax.make_jaxpr(lambda s: m.euler_step(0.0, s, 0.01, beds))(state))
+        jaxpr = str(jax.make_jaxpr(lambda s: steps.euler_step(m, 0.0, s, 0.01, beds))(state))
         assert ("pallas_call" in jaxpr) == (want != "xla")
     m = swe.ShallowWater(model.grid, scheme=swe.FiniteVolume(kernel="pallas"))
     with pytest.raises(ValueError, match=r"kernel='pallas' needs a TPU \(the backend is 'cpu'\)"):
-        m.euler_step(0.0, state, 0.01, beds)
+        steps.euler_step(m, 0.0, state, 0.01, beds)
     refused = [
         (swe.FiniteVolume(kernel="pallas-interpret", limiter="thinc-bvd"), {}, "thinc-bvd"),
     ]
     for scheme, kwargs, why in refused:
         m = swe.ShallowWater(model.grid, scheme=scheme, **kwargs)
         with pytest.raises(ValueError, match=f"kernel='pallas-interpret' cannot run .*{why}"):
-            m.euler_step(0.0, state, 0.01, m.padded_beds())
+            steps.euler_step(m, 0.0, state, 0.01, m.padded_beds())
     channel = swe.ShallowWater(swe.Grid(nx=16, ny=1, x=(0.0, 1.0), y=(0.0, 0.1)),
                                scheme=swe.FiniteVolume(kernel="pallas-interpret"))
     with pytest.raises(ValueError, match="one swept direction"):
-        channel.euler_step(0.0, swe.State(h=jnp.ones((1, 16)), hu=jnp.zeros((1, 16)),
+        steps.euler_step(channel, 0.0, swe.State(h=jnp.ones((1, 16)), hu=jnp.zeros((1, 16)),
                                           hv=jnp.zeros((1, 16))), 0.01, channel.padded_beds())
     with pytest.raises(ValueError, match="block_rows=12 is invalid"):
         tpu_stage.euler_step(model, 0.0, state, 0.01, beds, block_rows=12, interpret=True)
@@ -353,7 +353,7 @@ def test_vmapped_kernel_equals_vmapped_xla_and_lowers_for_a_tpu(monkeypatch, cap
         b = jax.tree.map(lambda a: a.astype(dtype), beds)
         stages = swe.stepping.SSPRK2.stages
         if kernel == "xla":
-            return m.ssp_step(0.0, s, dtype(0.01), b, stages)
+            return steps.ssp_step(m, 0.0, s, dtype(0.01), b, stages)
         carry = tpu_stage.to_block_layout(m, 0.0, s, b)  # as a run carries it
         return tpu_stage.ssp_step(m, 0.0, carry, dtype(0.01), b, stages,
                                interpret=kernel != "pallas").interior
