@@ -5,6 +5,11 @@ coefficients) and/or a list of initial states, stacks what differs between the m
 and runs them all through ``jax.vmap`` of the same compiled solve. Leaves that all members
 share (the grid, and the bed when only friction varies) are not copied. Each member keeps
 its own CFL time step: members that finish early idle, masked, while the others go on.
+
+Members may hold different function objects, as a scenario's ``build()`` makes a new
+closure (a hydrograph, a wind field) for every member: functions with the same code whose
+captured values (closure cells and defaults) differ only in numbers and arrays are
+compared by those values, and stacked where they differ (:class:`CapturedFunction`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time as _time
+import types
 
 import diffrax
 import equinox as eqx
@@ -104,6 +110,41 @@ def _equal(a, b) -> bool:
     return bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
 
+class CapturedFunction(eqx.Module):
+    """A Python function as a pytree: the code of ``template`` (static) with the values in
+    ``cells`` and ``defaults`` in place of its own closure cells and defaults. Members'
+    functions of the same code become these, so that the values they captured can be
+    compared and, where they differ, stacked like any other leaf."""
+
+    template: types.FunctionType = eqx.field(static=True)
+    cells: tuple
+    defaults: tuple
+
+    def __call__(self, *args, **kwargs):
+        t = self.template
+        fn = types.FunctionType(t.__code__, t.__globals__, t.__name__, self.defaults or None,
+                                tuple(types.CellType(c) for c in self.cells) or None)
+        fn.__kwdefaults__ = t.__kwdefaults__
+        return fn(*args, **kwargs)
+
+
+def _captured(fn, template) -> CapturedFunction | None:
+    """``fn`` as a :class:`CapturedFunction` of ``template``'s code, or None where it is
+    not a plain function of the same code, globals and closure layout."""
+    if not (isinstance(fn, types.FunctionType) and isinstance(template, types.FunctionType)):
+        return None
+    if fn.__code__ != template.__code__ or fn.__globals__ is not template.__globals__:
+        return None
+    cells = fn.__closure__ or ()
+    if len(cells) != len(template.__closure__ or ()):
+        return None
+    try:
+        contents = tuple(c.cell_contents for c in cells)
+    except ValueError:  # an empty cell
+        return None
+    return CapturedFunction(template, contents, tuple(fn.__defaults__ or ()))
+
+
 def _stack(trees):
     """Stack the array leaves that differ between ``trees``; share the others.
 
@@ -124,11 +165,22 @@ def _stack(trees):
             axes.append(None)
             continue
         if any(callable(x) for x in column):
-            raise ValueError(
-                "ensemble members differ in a function (a forcing given as a function of t, "
-                f"such as {column[1]!r}); members may only differ in array values: give "
-                "each member the same function (its values can come from an array in it), "
-                "or run the members with swe.simulate one by one")
+            captured = [_captured(x, column[0]) for x in column]
+            if any(c is None for c in captured):
+                raise ValueError(
+                    "ensemble members differ in a function (a forcing given as a function "
+                    f"of t, such as {column[1]!r}) by more than the numbers it captured; "
+                    "members may only differ in numbers and arrays: build each member's "
+                    "function from the same code, or run the members with swe.simulate one "
+                    "by one")
+            try:
+                stacked, axis = _stack(captured)
+            except ValueError as e:
+                raise ValueError(f"ensemble members differ in a function (such as "
+                                 f"{column[1]!r}): {e}") from None
+            out.append(stacked)
+            axes.append(axis)
+            continue
         if all(_equal(x, column[0]) for x in column[1:]):
             out.append(column[0])
             axes.append(None)

@@ -297,3 +297,50 @@ def test_gradient_and_jit_through_an_ensemble_equal_single_runs():
                                rtol=1e-12, atol=0)
     assert float(jax.jit(ensemble_loss)(ns)) == pytest.approx(float(single_loss(ns)),
                                                                rel=1e-13)
+
+
+def test_members_whose_closures_differ_only_in_numbers_run_as_one_ensemble(tmp_path):
+    """A scenario's build() makes a new hydrograph closure for every member: members that
+    differ in the channel's Manning n (the same closures by value) or in the hydrograph's peak (a
+    number inside a closure inside a closure) run as one ensemble, each member equal to
+    its own run; members whose functions differ in code still get one clear error."""
+    from swe.scenarios import river_flood
+
+    for key, values in (("n_channel", (0.03, 0.06)), ("peak_discharge", (300.0, 900.0))):
+        scenarios = [river_flood.build(nx=40, ny=16, **{key: v}) for v in values]
+        r = swe.simulate_ensemble([s.model for s in scenarios], [s.state0 for s in scenarios],
+                                  900.0, save_at=300.0)
+        finals = []
+        for k, s in enumerate(scenarios):
+            one = swe.simulate(s.model, s.state0, 900.0, save_at=300.0)
+            assert int(r.num_steps[k]) == int(one.num_steps)
+            np.testing.assert_array_equal(np.asarray(r.member(k).states.h),
+                                          np.asarray(one.states.h))
+            finals.append(np.asarray(one.final.h))
+        assert np.abs(finals[1] - finals[0]).max() > 1e-3, key  # the members do differ
+    # Through the CLI, over the built-in scenario.
+    out = tmp_path / "river.nc"
+    env = {**os.environ, "SWE_CACHE_DIR": ""}
+    p = subprocess.run([sys.executable, "-m", "swe", "run", "river_flood", "--set", "nx=40",
+                        "--set", "ny=16", "--set", "t_end=600", "--ensemble",
+                        "n_floodplain=0.04,0.06,0.08", "-o", str(out)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert xr.open_dataset(out).sizes["ensemble"] == 3
+    grid = swe.Grid(nx=8, ny=8, x=(0.0, 80.0))
+
+    def model(rain):
+        return swe.ShallowWater(grid, bed=-1.0, sources=[swe.Rain(rain)])
+
+    def per_hour(mm):
+        return lambda t: mm / 3.6e6
+
+    def doubled(mm):
+        return lambda t: 2 * mm / 3.6e6
+
+    state = swe.State.from_surface(model(1e-6), eta=0.0)
+    r = swe.simulate_ensemble([model(per_hour(5.0)), model(per_hour(10.0))], state, 60.0)
+    np.testing.assert_allclose(np.asarray(r.member(1).final.h).mean() - 1.0,
+                               2 * (np.asarray(r.member(0).final.h).mean() - 1.0), rtol=1e-9)
+    with pytest.raises(ValueError, match="differ in a function .* by more than the numbers"):
+        swe.simulate_ensemble([model(per_hour(5.0)), model(doubled(5.0))], state, 60.0)
