@@ -10,6 +10,18 @@ import numpy as np
 import swe
 
 
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "length": ("channel length", "m"),
+    "x0": ("position of the dam along the channel", "m"),
+    "h_left": ("water depth upstream of the dam (x < x0)", "m"),
+    "h_right": ("water depth downstream of the dam; 0 for a dry bed", "m"),
+    "nx": ("cells along the channel", "1"),
+    "t_end": ("run length", "s"),
+    "g": ("gravitational acceleration", "m/s^2"),
+}
+
+
 def build(length=1000.0, x0=500.0, h_left=10.0, h_right=1.0, nx=1000, t_end=20.0, g=9.81):
     grid = swe.Grid(nx=nx, ny=1, x=(0.0, length))
     x = np.asarray(grid.xc)

@@ -36,6 +36,18 @@ import numpy as np
 
 import swe
 
+
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "path": ("the DEM netCDF file; None uses a cached built-in example", "-"),
+    "eta0": ("surface level of the initial still lake", "m"),
+    "lake_fraction": ("western fraction of the x extent filled to eta0", "1"),
+    "manning": ("uniform Manning coefficient; None: manning_n from file", "s m^(-1/3)"),
+    "outflow_sides": ("comma-separated transmissive sides; others walls", "-"),
+    "t_end": ("run length", "s"),
+    "g": ("gravitational acceleration", "m/s^2"),
+}
+
 EXAMPLE_NAME = "from_netcdf_example_v1.nc"
 
 

@@ -28,6 +28,20 @@ import numpy as np
 import swe
 
 
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "n": ("cells along each side", "1"),
+    "size": ("side of the square basin", "m"),
+    "H": ("depth of the flat bed below z = 0", "m"),
+    "g": ("reduced gravity", "m/s^2"),
+    "f0": ("Coriolis parameter of the f-plane", "1/s"),
+    "R": ("e-folding radius of the Gaussian surface bump", "m"),
+    "eta0": ("surface height at the centre of the bump", "m"),
+    "balanced": ("start in geostrophic balance; False: at rest", "-"),
+    "days": ("run length in days", "d"),
+}
+
+
 def build(n=100, size=1.0e6, H=1000.0, g=0.01, f0=1.0285e-4, R=1.0e5, eta0=599.5,
           balanced=True, days=5.0):
     half = size / 2

@@ -18,6 +18,19 @@ import numpy as np
 import swe
 
 
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "n": ("cells along each side", "1"),
+    "size": ("side of the square basin", "m"),
+    "eta0": ("still-water surface level", "m"),
+    "bump_height": ("crest of the larger submerged bump", "m"),
+    "island_height": ("crest of the island (dry where above eta0)", "m"),
+    "bump_width": ("e-folding radius of the bumps", "m"),
+    "t_end": ("run length", "s"),
+    "walls": ("walls on all sides; False: transmissive outflow", "-"),
+}
+
+
 def build(n=100, size=10.0, eta0=0.5, bump_height=0.4, island_height=0.8,
           bump_width=1.0, t_end=10.0, walls=True):
     half = size / 2

@@ -10,6 +10,17 @@ import numpy as np
 import swe
 
 
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "n": ("cells along each side", "1"),
+    "radius": ("radius of the water cylinder", "m"),
+    "h_in": ("water depth inside the cylinder", "m"),
+    "h_out": ("water depth outside the cylinder; 0 for a dry bed", "m"),
+    "t_end": ("run length", "s"),
+    "size": ("side of the square domain", "m"),
+}
+
+
 def build(n=200, radius=250.0, h_in=10.0, h_out=1.0, t_end=30.0, size=2000.0):
     grid = swe.Grid(nx=n, ny=n, x=(-size / 2, size / 2), y=(-size / 2, size / 2))
     X, Y = (np.asarray(a) for a in grid.cell_centers())

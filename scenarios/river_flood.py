@@ -32,6 +32,29 @@ import numpy as np
 import swe
 
 
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "nx": ("cells along x", "1"),
+    "ny": ("cells along y", "1"),
+    "length": ("valley length, west to east", "m"),
+    "width": ("valley width, south to north", "m"),
+    "floor_width": ("width of the level floodplain floor", "m"),
+    "slope": ("valley slope, falling eastwards", "m/m"),
+    "side_slope": ("slope of the valley walls beyond the floor", "m/m"),
+    "channel_width": ("width of the river channel", "m"),
+    "channel_depth": ("depth of the channel below the floodplain", "m"),
+    "meander_amplitude": ("amplitude of the sine meanders of the channel", "m"),
+    "meanders": ("meander wavelengths along the valley", "1"),
+    "base_discharge": ("base flow of the river, at t = 0", "m^3/s"),
+    "peak_discharge": ("peak of the inflow hydrograph", "m^3/s"),
+    "time_to_peak": ("time of the hydrograph peak", "s"),
+    "t_end": ("run length", "s"),
+    "n_channel": ("Manning coefficient in the channel", "s m^(-1/3)"),
+    "n_floodplain": ("Manning coefficient on the floodplain fields", "s m^(-1/3)"),
+    "n_town": ("Manning coefficient over the town", "s m^(-1/3)"),
+}
+
+
 def build(nx=120, ny=40, length=6000.0, width=2000.0, floor_width=1200.0, slope=1e-3,
           side_slope=0.02, channel_width=150.0, channel_depth=2.0, meander_amplitude=150.0,
           meanders=2.0,

@@ -24,6 +24,17 @@ import numpy as np
 import swe
 
 
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "n": ("cells along each side", "1"),
+    "a": ("radius of the still-water shoreline", "m"),
+    "sigma": ("orbit radius of the centre of the water disc", "m"),
+    "h0": ("still-water depth at the centre of the bowl", "m"),
+    "periods": ("run length in sloshing periods 2 pi / omega", "1"),
+    "g": ("gravitational acceleration", "m/s^2"),
+}
+
+
 def exact(X, Y, t, a=1.0, sigma=0.5, h0=0.1, g=9.81):
     """The exact ``(h, u, v)`` (m, m/s, m/s) at points ``(X, Y)`` (m) and time ``t`` (s).
 

@@ -29,6 +29,17 @@ import numpy as np
 import swe
 
 
+# What each build() parameter means and its units (shown by `swe info <scenario>`).
+PARAMETERS = {
+    "nx": ("cells along x", "1"),
+    "d": ("depth of the flat sea floor offshore", "m"),
+    "H_over_d": ("solitary wave height over depth, H / d", "1"),
+    "cot_beta": ("beach slope as cot(beta): 1 rise in cot_beta run", "1"),
+    "t_end": ("run length", "s"),
+    "g": ("gravitational acceleration", "m/s^2"),
+}
+
+
 def build(nx=1600, d=1.0, H_over_d=0.0185, cot_beta=19.85, t_end=25.0, g=9.81):
     H = H_over_d * d
     gamma = math.sqrt(3.0 * H / (4.0 * d))

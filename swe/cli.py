@@ -117,7 +117,10 @@ def _parser() -> argparse.ArgumentParser:
     add_arguments(b)
 
     sub.add_parser("list", help="list the built-in scenarios and their parameters")
-    sub.add_parser("info", help="versions, devices and default precision")
+    i = sub.add_parser("info", help="versions, devices and default precision; with a "
+                                    "scenario, what it is and each of its parameters")
+    i.add_argument("scenario", nargs="?", default=None,
+                   help="a built-in scenario's name or a scenario file (.py)")
 
     pl = sub.add_parser("plot", help="plot a field of an output file (needs the plot extra)")
     pl.add_argument("file", help="a file written by swe run")
@@ -415,20 +418,45 @@ def cmd_bench(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from .scenario import DEFAULT_SCENARIO, builtin_scenarios, load_module, parameters
+    from .scenario import DEFAULT_SCENARIO, builtin_scenarios, load_module, parameter_help
 
     for name in builtin_scenarios():
         module = load_module(name)
         doc = (module.__doc__ or "").strip().splitlines()
         mark = " (default)" if name == DEFAULT_SCENARIO else ""
         print(f"{name}{mark}: {doc[0] if doc else ''}")
-        for key, value in parameters(module).items():
-            print(f"    {key} = {value!r}")
+        for key, default, units, _, meaning in parameter_help(module):
+            print(f"    {key} = {default!r} [{units}]" + (f"  {meaning}" if meaning else ""))
+    print("swe info SCENARIO: a scenario in full")
+    return 0
+
+
+def _scenario_info(name) -> int:
+    import inspect
+
+    from .scenario import DEFAULT_SCENARIO, load_module, parameter_help
+
+    module = load_module(name)
+    print(f"{name}" + (" (the default scenario of swe run)" if name == DEFAULT_SCENARIO else ""))
+    print()
+    print(inspect.cleandoc(module.__doc__ or "(no description)"))
+    print()
+    print("Parameters: swe run %s --set KEY=VALUE, or --ensemble KEY=v1,v2,... (or "
+          "KEY=start:stop:count)" % name)
+    rows = [("name", "default", "units", "accepts", "meaning")] + [
+        (key, repr(default), units, kind, meaning)
+        for key, default, units, kind, meaning in parameter_help(module)]
+    widths = [max(len(r[k]) for r in rows) for k in range(4)]
+    for row in rows:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4])
     return 0
 
 
 def cmd_info(args) -> int:
     import importlib.metadata as md
+
+    if args.scenario is not None:
+        return _scenario_info(args.scenario)
 
     import jax
 

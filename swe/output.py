@@ -36,8 +36,10 @@ VARIABLES: dict[str, dict[str, str]] = {
               units="m s-1"),
     "eta": dict(standard_name="sea_surface_height_above_geoid",
                 long_name="free-surface elevation (bed elevation where dry)", units="m"),
-    # positive: CF readers (and the IOOS checker) take an altitude for a vertical axis
-    "bed": dict(standard_name="altitude", long_name="bed elevation", units="m", positive="up"),
+    # surface_altitude: the height of the ground or sea floor above the geoid, as a DEM's.
+    # positive: CF readers (and the IOOS checker) take an altitude for a vertical axis.
+    "bed": dict(standard_name="surface_altitude", long_name="bed elevation", units="m",
+                positive="up"),
     "max_depth": dict(standard_name="sea_floor_depth_below_sea_surface",
                       long_name="maximum water depth over the run", units="m",
                       cell_methods="time: maximum"),

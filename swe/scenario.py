@@ -21,6 +21,8 @@ from pathlib import Path
 from types import ModuleType
 
 import equinox as eqx
+import jax
+import numpy as np
 
 from .model import ShallowWater
 from .state import State
@@ -28,12 +30,25 @@ from .state import State
 DEFAULT_SCENARIO = "radial_dam_break"
 
 
+def _coordinate(value):
+    """A gauge coordinate as a Python float: NumPy and JAX scalars (0-d arrays) included;
+    other arrays refused; anything else unchanged, for :class:`Gauge`'s check to refuse."""
+    if (not isinstance(value, (bool, np.bool_)) and np.ndim(value) == 0
+            and isinstance(value, (numbers.Real, np.generic, np.ndarray, jax.Array))
+            and np.issubdtype(np.asarray(value).dtype, np.number)):
+        return float(value)
+    if isinstance(value, (np.ndarray, jax.Array)):
+        raise ValueError(f"a gauge coordinate has shape {np.shape(value)}; expected a number "
+                         "in m")
+    return value
+
+
 class Gauge(eqx.Module):
     """A named point ``(x, y)`` (m) where time series are recorded."""
 
     name: str = eqx.field(static=True)
-    x: float = eqx.field(static=True)
-    y: float = eqx.field(static=True)
+    x: float = eqx.field(static=True, converter=_coordinate)
+    y: float = eqx.field(static=True, converter=_coordinate)
 
     def __check_init__(self):
         if not isinstance(self.name, str) or not all(
@@ -175,26 +190,58 @@ def _check_key(key: str, known: Mapping, module: ModuleType) -> None:
                          f"valid keys: {', '.join(known) or '(none: build() takes no parameters)'}")
 
 
-def check_value(option: str, key: str, value, default, module: ModuleType) -> None:
-    """``value`` must be of the kind of the parameter's default: True/False for a bool, an
-    integer for an int (grid sizes), a number for a float, a string for a str, a list for
-    a list or tuple; any value where the default is None or of another type."""
+def kind_of(default) -> str:
+    """What a parameter with this default accepts: ``"True or False"``, ``"an integer"``,
+    ``"a number"``, ``"a string"``, ``"a list"``, or ``"any value"`` (a None default or
+    another type)."""
     if isinstance(default, bool):
-        ok, kind = isinstance(value, bool), "True or False"
-    elif isinstance(default, int):
-        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
-    elif isinstance(default, float):
-        ok, kind = (isinstance(value, (int, float)) and not isinstance(value, bool),
-                    "a number")
-    elif isinstance(default, str):
-        ok, kind = isinstance(value, str), "a string (in quotes)"
-    elif isinstance(default, (list, tuple)):
-        ok, kind = isinstance(value, (list, tuple)), "a list"
-    else:
-        return
-    if not ok:
+        return "True or False"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, float):
+        return "a number"
+    if isinstance(default, str):
+        return "a string"
+    if isinstance(default, (list, tuple)):
+        return "a list"
+    return "any value"
+
+
+def check_value(option: str, key: str, value, default, module: ModuleType) -> None:
+    """``value`` must be of the kind of the parameter's default (:func:`kind_of`): True or
+    False for a bool, an integer for an int (grid sizes), a number for a float, a string
+    for a str, a list for a list or tuple; any value where the default is None or of
+    another type."""
+    kind = kind_of(default)
+    ok = {"True or False": lambda v: isinstance(v, bool),
+          "an integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+          "a number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+          "a string": lambda v: isinstance(v, str),
+          "a list": lambda v: isinstance(v, (list, tuple))}.get(kind, lambda v: True)
+    if not ok(value):
         raise ValueError(f"{option} {key}={value!r} is invalid for scenario "
                          f"{_name(module)!r}; expected {kind} (default {default!r})")
+
+
+def parameter_help(module: ModuleType) -> list[tuple[str, object, str, str, str]]:
+    """``(name, default, units, kind, meaning)`` of each ``build()`` parameter: units and
+    meaning from the module's ``PARAMETERS`` (``{name: (meaning, units)}``; ``"?"`` and
+    ``""`` where it has none), the kind from the default (:func:`kind_of`)."""
+    documented = getattr(module, "PARAMETERS", {})
+    rows = []
+    for name, default in parameters(module).items():
+        meaning, units = documented.get(name, ("", "?"))
+        rows.append((name, default, units, kind_of(default), meaning))
+    return rows
+
+
+def _literal(text: str):
+    """A Python literal, or the text itself where it is none (``path=dem.nc`` needs no
+    quotes); the parameter's kind is checked afterwards."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
 
 
 def parameters(module: ModuleType) -> dict[str, object]:
@@ -211,7 +258,8 @@ def parameters(module: ModuleType) -> dict[str, object]:
 
 
 def parse_overrides(pairs, module: ModuleType) -> dict[str, object]:
-    """``KEY=VALUE`` strings to keyword arguments, values parsed as Python literals."""
+    """``KEY=VALUE`` strings to keyword arguments: values parsed as Python literals, and
+    text that is none taken as a string (``path=dem.nc``)."""
     known = parameters(module)
     out = {}
     for pair in pairs or ():
@@ -220,11 +268,7 @@ def parse_overrides(pairs, module: ModuleType) -> dict[str, object]:
         if not sep or not key:
             raise ValueError(f"--set {pair!r} is invalid; expected KEY=VALUE")
         _check_key(key, known, module)
-        try:
-            value = ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError):
-            raise ValueError(f"--set {key}={text!r}: the value is not a Python literal "
-                             "(numbers, strings in quotes, lists, True/False/None)")
+        value = _literal(text.strip())
         if key in known:
             check_value("--set", key, value, known[key], module)
         out[key] = value
@@ -247,10 +291,10 @@ def parse_ensemble(text: str, module: ModuleType) -> tuple[str, list]:
                 raise ValueError
             members = [start + (stop - start) * k / max(count - 1, 1) for k in range(count)]
         else:
-            members = [ast.literal_eval(v.strip()) for v in values.split(",")]
+            members = [_literal(v.strip()) for v in values.split(",")]
     except (ValueError, SyntaxError, TypeError):
-        raise ValueError(f"--ensemble {text!r}: values must be Python literals separated by "
-                         "commas, or start:stop:count with an integer count >= 1")
+        raise ValueError(f"--ensemble {text!r}: values must be separated by commas, or be "
+                         "start:stop:count (numbers, and an integer count >= 1)")
     if key in known:
         for value in members:
             check_value("--ensemble", key, value, known[key], module)

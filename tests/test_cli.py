@@ -80,7 +80,8 @@ def test_run_with_the_split_schemes_and_the_roe_flux(tmp_path, name, params, int
 @pytest.mark.parametrize("args,needle", [
     (["run", "no_such_scenario"], "unknown scenario 'no_such_scenario'; choose one of"),
     (["run", "dam_break", "--set", "nope=1"], "unknown parameter 'nope'"),
-    (["run", "dam_break", "--set", "nx=abc"], "not a Python literal"),
+    (["run", "dam_break", "--set", "nx=abc"], "--set nx='abc' is invalid for scenario "
+                                              "'dam_break'; expected an integer"),
     (["run", "dam_break", "--set", "nx"], "expected KEY=VALUE"),
     (["run", "dam_break", "--set", "nx=0"], "nx=0 is invalid"),
     (["run", "dam_break", "--set", "t_end='5'"], "--set t_end='5' is invalid for scenario "
@@ -296,3 +297,41 @@ def test_run_with_the_pallas_kernel_and_its_refusals(tmp_path):
         assert p.returncode == 2 and message in p.stderr, p.stderr
         assert len(p.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "bad.nc").exists()
+
+
+def test_scenario_info_lists_every_parameter_with_units_and_meaning():
+    """``swe info SCENARIO``: the scenario's description, then each build() parameter with
+    its default, units, the kind it accepts and its meaning; every built-in scenario
+    documents every parameter (``PARAMETERS``). ``swe list`` shows the units too."""
+    from swe.scenario import builtin_scenarios, load_module, parameter_help, parameters
+
+    for name in builtin_scenarios():
+        module = load_module(name)
+        documented = getattr(module, "PARAMETERS", {})
+        assert list(documented) == list(parameters(module)), name
+        for key, default, units, kind, meaning in parameter_help(module):
+            assert units and units != "?" and meaning, (name, key)
+    p = swe_cmd("info", "river_flood")
+    assert p.returncode == 0, p.stderr
+    assert "A river flood in a synthetic valley" in p.stdout
+    row = next(line for line in p.stdout.splitlines() if line.split()[:1] == ["peak_discharge"])
+    assert row.split()[1:4] == ["1500.0", "m^3/s", "a"] and "number" in row
+    p = swe_cmd("info", "from_netcdf")  # and the file format it reads
+    assert p.returncode == 0 and "netCDF" in p.stdout and "path" in p.stdout
+    p = swe_cmd("list")
+    assert p.returncode == 0 and "peak_discharge = 1500.0 [m^3/s]" in p.stdout
+    p = swe_cmd("info", "no_such_scenario")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_string_values_need_no_quotes(tmp_path):
+    """``--set path=dem.nc``: text that is not a Python literal is a string, then checked
+    against the parameter's kind like any value."""
+    from swe.scenarios import from_netcdf
+
+    dem = from_netcdf.write_example(tmp_path / "dem.nc")
+    out = tmp_path / "out.nc"
+    p = swe_cmd("run", "from_netcdf", "--set", f"path={dem}", "--set", "t_end=2",
+                "--set", "outflow_sides=east,north", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert xr.open_dataset(out).sizes["time"] >= 2

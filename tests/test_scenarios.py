@@ -154,3 +154,18 @@ def test_scenarios_from_an_uninstalled_checkout(tmp_path):
                          check=True).stdout.split()
     assert out[0] == str(tmp_path / "scenarios" / "thacker_bowl.py")
     assert out[1].split(",") == scn.builtin_scenarios()
+
+
+def test_gauge_coordinates_from_numpy_and_jax_scalars_are_floats():
+    """Coordinates taken from arrays (``X[j, i]``, ``grid.xc[5]``) are stored as floats,
+    with no warning about arrays set as static fields."""
+    import warnings
+
+    import jax.numpy as jnp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = swe.Gauge("a", np.float64(10.0), jnp.asarray(2.5, jnp.float32))
+    assert (type(g.x), type(g.y), g.x, g.y) == (float, float, 10.0, 2.5)
+    with pytest.raises(ValueError, match=r"has shape \(2,\); expected a number in m"):
+        swe.Gauge("a", np.array([1.0, 2.0]), 1.0)
