@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--cfl", type=float, default=None,
                    help="CFL number in (0, 1] (default 0.45; 0.9 with --integrator split or "
                         "strang)")
+    r.add_argument("--compress", type=int, nargs="?", const=4, default=0, metavar="LEVEL",
+                   help="compress the netCDF output with zlib at LEVEL, 1 (fastest) to 9 "
+                        "(smallest); 4 without a level (Zarr is always compressed)")
     r.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     r.add_argument("--ensemble", default=None, metavar="KEY=V1,V2,...",
                    help="run one member per value of a scenario parameter (or "
@@ -180,10 +183,11 @@ def cmd_run(args) -> int:
 
     import numpy as np
 
-    from .output import check_output_path, writer_for
+    from .output import check_compress, check_output_path, writer_for
     from .scenario import DEFAULT_SCENARIO, build, load_module, parse_overrides
     from .simulate import ProgressBar, iterate
 
+    check_compress(args.compress)
     name = args.scenario or DEFAULT_SCENARIO
     module = load_module(name)
     params = parse_overrides(args.overrides, module)
@@ -231,7 +235,7 @@ def cmd_run(args) -> int:
     if leader:
         writer = writer_for(output, model, gauges=scenario.gauges, settings=settings,
                             attrs=extra, dtype=precision, start_time=scenario.metadata.get(
-                                "start_time", "2000-01-01T00:00:00"))
+                                "start_time", "2000-01-01T00:00:00"), compress=args.compress)
     else:
         from .output import NullWriter
 
@@ -375,7 +379,8 @@ def _run_ensemble(args, name, module, params, precision) -> int:
              "history": _history()}
     writer = NetCDFWriter(output, models[0], gauges=first.gauges, settings=settings,
                           attrs=attrs, dtype=precision, members=values, member_name=key,
-                          start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"))
+                          start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"),
+                          compress=args.compress)
     code, last = _write_frames(writer, frame0, frames)
     if code:
         return code

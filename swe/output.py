@@ -217,11 +217,15 @@ class NetCDFWriter:
     ``(ensemble, time, y, x)``, and takes the :class:`~swe.ensemble.EnsembleFrame` s of
     :func:`swe.iterate_ensemble`; it opens to the same dataset as
     ``EnsembleResult.to_xarray()``.
+
+    ``compress``: a zlib level, 1 (fastest) to 9 (smallest), with byte shuffling, for every
+    data variable (fields in chunks of one frame); 0 (the default) writes uncompressed.
     """
 
     def __init__(self, path, model, *, gauges=(), settings=None, attrs=None,
                  start_time: str = DEFAULT_START, dtype="float64", members=None,
-                 member_name: str = "member"):
+                 member_name: str = "member", compress: int = 0):
+        compress = check_compress(compress)
         self.path = Path(path)
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.model, self.gauges, self.start_time = model, tuple(gauges), start_time
@@ -231,7 +235,15 @@ class NetCDFWriter:
         header = _skeleton(model, self.gauges, start_time, self.attributes, self.dtype, [],
                            None, None, members, member_name)
         self.partial.parent.mkdir(parents=True, exist_ok=True)
-        header.to_netcdf(self.partial, unlimited_dims=["time"], format="NETCDF4")
+        encoding = {}
+        if compress:
+            for name, var in header.data_vars.items():
+                chunks = tuple(1 if d in ("time", "ensemble") else header.sizes[d]
+                               for d in var.dims)
+                encoding[name] = {"zlib": True, "complevel": compress, "shuffle": True,
+                                  **({"chunksizes": chunks} if var.dims else {})}
+        header.to_netcdf(self.partial, unlimited_dims=["time"], format="NETCDF4",
+                         encoding=encoding)
         import netCDF4
 
         self.nc = netCDF4.Dataset(self.partial, "a")
@@ -269,10 +281,12 @@ class NetCDFWriter:
 
 class ZarrWriter:
     """The same layout as :class:`NetCDFWriter`, appended to a Zarr store with
-    ``to_zarr(append_dim="time")`` (needs the ``zarr`` package)."""
+    ``to_zarr(append_dim="time")`` (needs the ``zarr`` package). Zarr compresses every
+    chunk with its default codec whatever ``compress`` says."""
 
     def __init__(self, path, model, *, gauges=(), settings=None, attrs=None,
-                 start_time: str = DEFAULT_START, dtype="float64"):
+                 start_time: str = DEFAULT_START, dtype="float64", compress: int = 0):
+        check_compress(compress)
         try:
             import zarr  # noqa: F401
         except ImportError as exc:
@@ -356,6 +370,14 @@ def check_output_path(path, inputs=()) -> Path:
             raise ValueError(f"output {str(path)!r} is the scenario's input file; choose "
                              "another name")
     return path
+
+
+def check_compress(level) -> int:
+    """A zlib level 0 (none) to 9: ValueError naming ``compress`` otherwise."""
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or not 0 <= level <= 9:
+        raise ValueError(f"compress={level!r} is invalid; expected a zlib level from 1 "
+                         "(fastest) to 9 (smallest), or 0 for none")
+    return int(level)
 
 
 def writer_for(path, model, **kwargs):

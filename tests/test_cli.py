@@ -93,6 +93,7 @@ def test_run_with_the_split_schemes_and_the_roe_flux(tmp_path, name, params, int
      "eta0 is given by --set and by --ensemble"),
     (["run", "dam_break", "--limiter", "superbee"], "limiter='superbee' is not supported"),
     (["run", "dam_break", "--cfl", "1.5"], "cfl=1.5 is invalid"),
+    (["run", "dam_break", "--compress", "12"], "compress=12 is invalid; expected a zlib level"),
     (["run", "dam_break", "--integrator", "rk4"], "integrator='rk4' is not supported"),
     (["run", "dam_break", "--precision", "float16"], "invalid choice"),
     (["run", "missing_file.py"], "does not exist"),
@@ -335,3 +336,16 @@ def test_string_values_need_no_quotes(tmp_path):
                 "--set", "outflow_sides=east,north", "-o", str(out))
     assert p.returncode == 0, p.stderr
     assert xr.open_dataset(out).sizes["time"] >= 2
+
+
+def test_compressed_output_is_smaller_and_holds_the_same_values(tmp_path):
+    plain, packed = tmp_path / "plain.nc", tmp_path / "packed.nc"
+    for out, extra in ((plain, []), (packed, ["--compress"])):
+        p = swe_cmd("run", "radial_dam_break", "--set", "n=60", "--set", "t_end=10", "-o",
+                    str(out), *extra)
+        assert p.returncode == 0, p.stderr
+    a, b = xr.open_dataset(plain), xr.open_dataset(packed)
+    assert b["h"].encoding["zlib"] and b["h"].encoding["complevel"] == 4
+    assert packed.stat().st_size < 0.7 * plain.stat().st_size
+    for name in ("h", "u", "max_depth", "gauge_h"):
+        np.testing.assert_array_equal(a[name].values, b[name].values)
