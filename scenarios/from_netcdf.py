@@ -10,6 +10,10 @@ The file (``path``) must hold, on one grid of cell centres:
   It may be left out of the file when ``manning`` gives one uniform value instead.
 
 The grid's extent is that of the cells: ``x[0] - dx/2`` to ``x[-1] + dx/2``, likewise in y.
+A coordinate reference system is carried into the output: the CF grid-mapping variable
+that ``bed``'s ``grid_mapping`` attribute names (or, without one, a variable ``crs`` or
+``spatial_ref``, as GDAL and rioxarray write), with its attributes (``crs_wkt``,
+``grid_mapping_name``, ...).
 Every problem (no such file, not netCDF, a missing variable, wrong dims or shape, uneven
 spacing, NaNs) raises a ``ValueError`` that names the file.
 
@@ -146,6 +150,24 @@ def _field(ds, name, where, dims=("y", "x")):
     return values
 
 
+def read_grid_mapping(path) -> dict | None:
+    """The CF grid-mapping attributes of the terrain file ``path`` (the variable that
+    ``bed``'s ``grid_mapping`` attribute names, else a variable ``crs`` or
+    ``spatial_ref``), or None where it has none."""
+    import xarray as xr
+
+    with xr.open_dataset(path) as ds:
+        name = ds["bed"].attrs.get("grid_mapping") or ds["bed"].encoding.get("grid_mapping")
+        names = [name] if name else ["crs", "spatial_ref"]
+        for candidate in names:
+            if candidate in ds.variables:
+                attrs = {k: (v.item() if isinstance(v, np.generic) else v)
+                         for k, v in ds[candidate].attrs.items()
+                         if isinstance(v, (str, int, float, np.integer, np.floating))}
+                return attrs or None
+    return None
+
+
 def read_terrain(path, need_manning=True):
     """``(x, y, bed, manning_n)`` from ``path``, checked; y ascending, arrays ``(ny, nx)``.
 
@@ -210,5 +232,6 @@ def build(path=None, eta0=18.0, lake_fraction=0.35, manning=None, outflow_sides=
         metadata=dict(title="Terrain from netCDF",
                       description=f"Lake at eta0 = {eta0} m released over the terrain of "
                                   f"{path.name}",
-                      source_file=str(path)),
+                      source_file=str(path),
+                      **({"grid_mapping": crs} if (crs := read_grid_mapping(path)) else {})),
         arrival_threshold=0.05)

@@ -228,14 +228,15 @@ def cmd_run(args) -> int:
     for key, value in scenario.metadata.get("parameters", {}).items():
         extra[f"param_{key}"] = value
     for key, value in scenario.metadata.items():
-        if key not in ("parameters", "title", "scenario"):
+        if key not in ("parameters", "title", "scenario", "grid_mapping"):
             extra[key] = value
     if mesh is not None:
         extra["mesh"] = mesh if isinstance(mesh, str) else "x".join(map(str, mesh))
     if leader:
         writer = writer_for(output, model, gauges=scenario.gauges, settings=settings,
                             attrs=extra, dtype=precision, start_time=scenario.metadata.get(
-                                "start_time", "2000-01-01T00:00:00"), compress=args.compress)
+                                "start_time", "2000-01-01T00:00:00"), compress=args.compress,
+                            grid_mapping=scenario.metadata.get("grid_mapping"))
     else:
         from .output import NullWriter
 
@@ -380,7 +381,8 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     writer = NetCDFWriter(output, models[0], gauges=first.gauges, settings=settings,
                           attrs=attrs, dtype=precision, members=values, member_name=key,
                           start_time=first.metadata.get("start_time", "2000-01-01T00:00:00"),
-                          compress=args.compress)
+                          compress=args.compress,
+                          grid_mapping=first.metadata.get("grid_mapping"))
     code, last = _write_frames(writer, frame0, frames)
     if code:
         return code

@@ -55,11 +55,14 @@ class EnsembleResult(eqx.Module):
     def num_steps(self):
         return np.array([int(r.num_steps) for r in self.results])
 
-    def to_xarray(self, start_time: str = "2000-01-01T00:00:00", attrs=None):
-        """One Dataset with an ``ensemble`` dimension first: ``(ensemble, time, y, x)``."""
+    def to_xarray(self, start_time: str = "2000-01-01T00:00:00", attrs=None,
+                  grid_mapping=None):
+        """One Dataset with an ``ensemble`` dimension first: ``(ensemble, time, y, x)``;
+        arguments as :meth:`swe.Result.to_xarray`."""
         import xarray as xr
 
-        datasets = [r.to_xarray(start_time=start_time, attrs=attrs) for r in self.results]
+        datasets = [r.to_xarray(start_time=start_time, attrs=attrs, grid_mapping=grid_mapping)
+                    for r in self.results]
         static = [name for name in datasets[0].data_vars if "time" not in datasets[0][name].dims
                   and name not in ("max_depth", "max_speed", "arrival_time")
                   and all(d[name].equals(datasets[0][name]) for d in datasets[1:])]

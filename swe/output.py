@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -146,11 +147,12 @@ def _attr_value(v):
 
 
 def _skeleton(model, gauges, start_time, attributes, dtype, times, fields, envelopes,
-              members=None, member_name="member"):
+              members=None, member_name="member", grid_mapping=None):
     """The CF dataset for given frames; with zero frames it is the file header.
 
     ``members``: an ensemble's labels; every variable but the bed then gains a leading
-    ``ensemble`` dimension (the header only: give no frames)."""
+    ``ensemble`` dimension (the header only: give no frames). ``grid_mapping``: see
+    :func:`with_grid_mapping`."""
     import xarray as xr
 
     grid = model.grid
@@ -192,11 +194,40 @@ def _skeleton(model, gauges, start_time, attributes, dtype, times, fields, envel
     for name in ("x", "y", "gauge_x", "gauge_y"):
         if name in ds:
             ds[name].encoding["_FillValue"] = None
+    return with_grid_mapping(ds, grid_mapping)
+
+
+def check_grid_mapping(grid_mapping) -> dict | None:
+    """CF grid-mapping attributes (``grid_mapping_name``, ``crs_wkt``, ...) as a dict of
+    strings and numbers, or None; ValueError naming ``grid_mapping`` otherwise."""
+    if grid_mapping is None:
+        return None
+    if not isinstance(grid_mapping, Mapping) or not grid_mapping or not all(
+            isinstance(k, str) and isinstance(v, (str, int, float, np.integer, np.floating))
+            for k, v in grid_mapping.items()):
+        raise ValueError(f"grid_mapping={grid_mapping!r} is invalid; expected a dict of CF "
+                         "grid-mapping attributes, e.g. {'grid_mapping_name': "
+                         "'transverse_mercator', 'crs_wkt': '...'}, or None")
+    return dict(grid_mapping)
+
+
+def with_grid_mapping(ds, grid_mapping):
+    """``ds`` with its coordinate reference system: a scalar variable ``crs`` holding the
+    CF grid-mapping attributes ``grid_mapping`` (a DEM's, say), named by the
+    ``grid_mapping`` attribute of every variable on ``(y, x)``. Unchanged for None."""
+    grid_mapping = check_grid_mapping(grid_mapping)
+    if grid_mapping is None:
+        return ds
+    ds["crs"] = ((), np.int32(0), grid_mapping)
+    for name, var in ds.data_vars.items():
+        if {"y", "x"} <= set(var.dims):
+            var.attrs["grid_mapping"] = "crs"
     return ds
 
 
-def to_dataset(result, start_time: str = DEFAULT_START, attrs=None):
-    """The CF ``xarray.Dataset`` of a :class:`~swe.Result`."""
+def to_dataset(result, start_time: str = DEFAULT_START, attrs=None, grid_mapping=None):
+    """The CF ``xarray.Dataset`` of a :class:`~swe.Result` (``grid_mapping``: see
+    :func:`with_grid_mapping`)."""
     model = result.model
     fields = frame_fields(model, result.states)
     envelopes = envelope_fields(result.envelopes) if result.envelopes is not None else None
@@ -205,7 +236,7 @@ def to_dataset(result, start_time: str = DEFAULT_START, attrs=None):
     attributes = global_attrs(model, {**result.settings, "num_steps": int(result.num_steps),
                                       **failed}, attrs)
     return _skeleton(model, result.gauges, start_time, attributes, fields["h"].dtype,
-                     np.asarray(result.times), fields, envelopes)
+                     np.asarray(result.times), fields, envelopes, grid_mapping=grid_mapping)
 
 
 class NetCDFWriter:
@@ -220,11 +251,13 @@ class NetCDFWriter:
 
     ``compress``: a zlib level, 1 (fastest) to 9 (smallest), with byte shuffling, for every
     data variable (fields in chunks of one frame); 0 (the default) writes uncompressed.
+    ``grid_mapping``: the coordinate reference system's CF attributes
+    (:func:`with_grid_mapping`).
     """
 
     def __init__(self, path, model, *, gauges=(), settings=None, attrs=None,
                  start_time: str = DEFAULT_START, dtype="float64", members=None,
-                 member_name: str = "member", compress: int = 0):
+                 member_name: str = "member", compress: int = 0, grid_mapping=None):
         compress = check_compress(compress)
         self.path = Path(path)
         self.partial = self.path.with_name(self.path.name + ".partial")
@@ -233,7 +266,7 @@ class NetCDFWriter:
         self.dtype = np.dtype(dtype)
         self.ensemble = members is not None
         header = _skeleton(model, self.gauges, start_time, self.attributes, self.dtype, [],
-                           None, None, members, member_name)
+                           None, None, members, member_name, grid_mapping)
         self.partial.parent.mkdir(parents=True, exist_ok=True)
         encoding = {}
         if compress:
@@ -285,8 +318,10 @@ class ZarrWriter:
     chunk with its default codec whatever ``compress`` says."""
 
     def __init__(self, path, model, *, gauges=(), settings=None, attrs=None,
-                 start_time: str = DEFAULT_START, dtype="float64", compress: int = 0):
+                 start_time: str = DEFAULT_START, dtype="float64", compress: int = 0,
+                 grid_mapping=None):
         check_compress(compress)
+        self.grid_mapping = check_grid_mapping(grid_mapping)
         try:
             import zarr  # noqa: F401
         except ImportError as exc:
@@ -301,7 +336,8 @@ class ZarrWriter:
     def write(self, frame):
         fields = {n: f[None] for n, f in frame_fields(self.model, frame.state).items()}
         ds = _skeleton(self.model, self.gauges, self.start_time, self.attributes, self.dtype,
-                       [frame.time], fields, envelope_fields(frame.envelopes))
+                       [frame.time], fields, envelope_fields(frame.envelopes),
+                       grid_mapping=self.grid_mapping)
         ds.attrs["num_steps"] = int(frame.num_steps)
         if self.count == 0:
             ds.to_zarr(self.partial, mode="w", consolidated=False)

@@ -72,8 +72,11 @@ class Scenario(eqx.Module):
 
     ``save_at`` is an output interval (s) or a list of output times; ``gauges`` a sequence of
     :class:`Gauge` (or ``(name, x, y)`` tuples); ``metadata`` free-form attributes (``title``,
-    ``description``, the parameters...) written into the output file; ``run_options`` extra
-    keyword arguments for :func:`swe.simulate` (e.g. ``cfl``, ``integrator``).
+    ``description``, the parameters...) written into the output file, except
+    ``metadata["grid_mapping"]``: the coordinate reference system as CF grid-mapping
+    attributes (a DEM's), written as a variable ``crs`` that every field names;
+    ``run_options`` extra keyword arguments for :func:`swe.simulate` (e.g. ``cfl``,
+    ``integrator``).
     """
 
     model: ShallowWater

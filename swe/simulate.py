@@ -58,14 +58,18 @@ class Result(eqx.Module):
         """Water volume (m^3) at every output time."""
         return jnp.sum(self.states.h, axis=(-2, -1)) * self.model.grid.cell_area
 
-    def to_xarray(self, start_time: str = "2000-01-01T00:00:00", attrs=None):
+    def to_xarray(self, start_time: str = "2000-01-01T00:00:00", attrs=None,
+                  grid_mapping=None):
         """An ``xarray.Dataset`` with dims ``(time, y, x)`` and CF-1.10 attributes.
 
         ``time`` holds datetimes from ``start_time`` (the file stores seconds since it).
+        ``attrs``: more global attributes. ``grid_mapping``: the coordinate reference
+        system as CF grid-mapping attributes (``{"grid_mapping_name": ..., "crs_wkt":
+        ...}``), written as a variable ``crs`` that every field names.
         """
         from .output import to_dataset
 
-        return to_dataset(self, start_time=start_time, attrs=attrs)
+        return to_dataset(self, start_time=start_time, attrs=attrs, grid_mapping=grid_mapping)
 
 
 def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, cfl=None,

@@ -349,3 +349,34 @@ def test_compressed_output_is_smaller_and_holds_the_same_values(tmp_path):
     assert packed.stat().st_size < 0.7 * plain.stat().st_size
     for name in ("h", "u", "max_depth", "gauge_h"):
         np.testing.assert_array_equal(a[name].values, b[name].values)
+
+
+def test_a_dems_coordinate_reference_system_reaches_the_output(tmp_path):
+    """from_netcdf carries the DEM's CF grid mapping (crs_wkt included) into the output: a
+    variable ``crs`` named by every field's ``grid_mapping``; Result.to_xarray takes one."""
+    from swe.scenarios import from_netcdf
+
+    wkt = ('PROJCS["WGS 84 / UTM zone 33N",GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID['
+           '"WGS 84",6378137,298.257223563]],PRIMEM["Greenwich",0],UNIT["degree",'
+           '0.0174532925199433]],PROJECTION["Transverse_Mercator"],UNIT["metre",1]]')
+    ds = xr.open_dataset(from_netcdf.write_example(tmp_path / "plain.nc")).load()
+    ds["utm"] = ((), 0, {"grid_mapping_name": "transverse_mercator", "crs_wkt": wkt,
+                         "longitude_of_central_meridian": 15.0})
+    ds["bed"].attrs["grid_mapping"] = "utm"
+    dem = tmp_path / "dem.nc"
+    ds.to_netcdf(dem)
+    out = tmp_path / "out.nc"
+    p = swe_cmd("run", "from_netcdf", "--set", f"path={dem}", "--set", "t_end=2", "-o",
+                str(out))
+    assert p.returncode == 0, p.stderr
+    result = xr.open_dataset(out)
+    assert result["crs"].attrs["crs_wkt"] == wkt
+    assert result["crs"].attrs["longitude_of_central_meridian"] == 15.0
+    assert result["h"].attrs["grid_mapping"] == "crs" == result["bed"].attrs["grid_mapping"]
+    sc = build("from_netcdf", {"path": str(tmp_path / "plain.nc"), "t_end": 1.0})
+    assert "grid_mapping" not in sc.metadata  # a DEM without one: none written
+    r = swe.simulate(sc.model, sc.state0, 1.0)
+    mapped = r.to_xarray(grid_mapping={"grid_mapping_name": "transverse_mercator"})
+    assert mapped["eta"].attrs["grid_mapping"] == "crs" and "crs" not in r.to_xarray()
+    with pytest.raises(ValueError, match="grid_mapping='utm' is invalid"):
+        r.to_xarray(grid_mapping="utm")
