@@ -211,6 +211,14 @@ def cmd_run(args) -> int:
         from .parallel import auto_mesh
 
         mesh = auto_mesh(args.devices, model.grid)
+    from .memory import check_fits
+    from .parallel import make_mesh
+    from .run import output_times
+
+    # Before any computing: the run's memory (one frame at a time) and the output's size.
+    check_fits(model, precision, options.get("integrator", "ssprk2"),
+               output_frames=len(output_times(scenario.save_at, 0.0, scenario.t_end)),
+               output=output, devices=1 if mesh is None else make_mesh(mesh, model.grid).devices.size)
     leader = jax.process_index() == 0
     progress = None if args.quiet or not leader else ProgressBar()
     frames = iterate(model, scenario.state0, scenario.t_end, scenario.save_at,
@@ -340,6 +348,7 @@ def _run_ensemble(args, name, module, params, precision) -> int:
     import numpy as np
 
     from .ensemble import iterate_ensemble
+    from .memory import check_fits
     from .output import NetCDFWriter, check_output_path, is_zarr
     from .scenario import build, parse_ensemble
     from .run import output_times
@@ -367,6 +376,10 @@ def _run_ensemble(args, name, module, params, precision) -> int:
                         "run options (cfl, dt, integrator) between members; members may only "
                         "differ in the model and the initial state")
     options = _run_options(first.run_options, args)
+    devices = args.devices or 1
+    check_fits(models[0], precision, options.get("integrator", "ssprk2"),
+               members=-(-len(values) // devices), output_frames=len(times),
+               output=output)
     start = time.perf_counter()
     frames = iterate_ensemble(models, [sc.state0 for sc in scenarios], first.t_end,
                               first.save_at, members=values, dtype=precision,

@@ -16,6 +16,7 @@ from .errors import check_positive_int, is_concrete
 from .model import ShallowWater
 from .parallel import make_mesh
 from .parallel import solve as solve_on_mesh
+from .memory import check_fits
 from .run import check_gauges, prepare, raise_failure, solve
 from .state import State
 from .stepping import Envelopes, Tracked, start_envelopes, state_of
@@ -116,15 +117,21 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
       only ``t_end`` is saved (several save times bring diffrax's own run-time checks of
       them, callbacks too).
 
-    Raises ``ValueError`` for bad arguments and :class:`SimulationError` (with the simulated
-    time and step) if the state becomes NaN/inf or the step collapses. Under ``jax.jit`` or
-    ``jax.grad`` the failure is raised by ``equinox.error_if`` at run time instead.
+    Raises ``ValueError`` for bad arguments, and for a run that would need more memory
+    than the device has free (:func:`swe.memory.check_fits`; the frames of ``save_at`` all
+    stay on the device: :func:`iterate` holds one at a time), and
+    :class:`SimulationError` (with the simulated time and step) if the state becomes
+    NaN/inf or the step collapses. Under ``jax.jit`` or ``jax.grad`` the failure is raised
+    by ``equinox.error_if`` at run time instead.
     """
     if not isinstance(throw, (bool, np.bool_)):
         raise ValueError(f"throw={throw!r} is invalid; expected True or False")
     throw = bool(throw)
     run = prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
                   dt_min, dt_max)
+    # Every output frame stays on the device until the run returns.
+    check_fits(run.model, run.dtype, run.integrator, frames_on_device=run.times.size,
+               devices=_device_count(mesh, run.model.grid))
     checkpoints = check_positive_int("checkpoints", checkpoints)
     gauges = check_gauges(gauges, run.model)
     y0 = run.state0
@@ -174,6 +181,10 @@ def simulate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0,
                   failed=failed)
 
 
+def _device_count(mesh, grid) -> int:
+    return 1 if mesh is None else make_mesh(mesh, grid).devices.size
+
+
 def _mesh_solver(mesh, grid):
     return functools.partial(solve_on_mesh, make_mesh(mesh, grid))
 
@@ -200,6 +211,7 @@ def iterate(model: ShallowWater, state0: State, t_end, save_at=None, *, t0=0.0, 
     """
     run = prepare(model, state0, t_end, save_at, t0, cfl, dt, integrator, dtype, max_steps,
                   dt_min, dt_max)
+    check_fits(run.model, run.dtype, run.integrator, devices=_device_count(mesh, run.model.grid))
     solver = solve if mesh is None else _mesh_solver(mesh, run.model.grid)
     y = Tracked(run.state0, start_envelopes(run.t0, run.state0, arrival_threshold,
                                             run.model.h_dry))
