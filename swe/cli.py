@@ -256,15 +256,20 @@ def cmd_run(args) -> int:
     clock.__exit__()
     if not args.quiet and leader:
         cells = model.grid.nx * model.grid.ny
-        m0 = float(np.sum(np.asarray(first.state.h)))
-        m1 = float(np.sum(np.asarray(last.state.h)))
-        rel = (m1 - m0) / m0 if m0 else float("nan")
+        area = model.grid.cell_area
+        v0 = float(np.sum(np.asarray(first.state.h, np.float64))) * area
+        v1 = float(np.sum(np.asarray(last.state.h, np.float64))) * area
         print(f"swe run {Path(name).stem}: {model.grid.nx}x{model.grid.ny} = {cells} cells, "
               f"{last.num_steps} steps, {wall:.2f} s wall ({clock.seconds:.2f} s of it "
               f"compiling; programs from the persistent cache: {clock.cache_hits}), "
               f"{cells * last.num_steps / max(wall - clock.seconds, 1e-9):.3g} "
               "cell-updates/s after compiling, "
-              f"mass change {rel:+.2e} (relative), {precision}, wrote {output}")
+              f"water volume {v0:.6g} -> {v1:.6g} m^3 ({v1 - v0:+.3g}), {precision}, "
+              f"wrote {output}")
+        if not float(np.max(np.asarray(last.envelopes.max_depth))) > 0.0:
+            print("swe run: warning: no cell held water at any time of the run (the "
+                  "initial state is dry and nothing flowed in): check the scenario's "
+                  "water level against its bed", file=sys.stderr)
     return 0
 
 

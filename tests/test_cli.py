@@ -29,7 +29,7 @@ def test_run_writes_a_cf_file_equal_to_the_python_result(tmp_path):
     p = swe_cmd("run", "dam_break", "--set", "nx=200", "-o", str(out))
     assert p.returncode == 0, p.stderr
     assert "200x1 = 200 cells" in p.stdout and "cell-updates/s" in p.stdout
-    assert "mass change" in p.stdout and str(out) in p.stdout
+    assert "water volume" in p.stdout and str(out) in p.stdout
     assert not (tmp_path / "tmp.nc.partial").exists()
     ds = xr.open_dataset(out)
     assert ds.attrs["Conventions"] == "CF-1.10"
@@ -380,3 +380,13 @@ def test_a_dems_coordinate_reference_system_reaches_the_output(tmp_path):
     assert mapped["eta"].attrs["grid_mapping"] == "crs" and "crs" not in r.to_xarray()
     with pytest.raises(ValueError, match="grid_mapping='utm' is invalid"):
         r.to_xarray(grid_mapping="utm")
+
+
+def test_a_run_that_never_holds_water_warns(tmp_path):
+    """from_netcdf with its lake level below the whole bed: a warning, not a silent run."""
+    out = tmp_path / "dry.nc"
+    p = swe_cmd("run", "from_netcdf", "--set", "eta0=-100", "--set", "t_end=2", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "warning: no cell held water" in p.stderr and "water volume 0 -> 0 m^3" in p.stdout
+    p = swe_cmd("run", "from_netcdf", "--set", "t_end=2", "-o", str(out))
+    assert p.returncode == 0 and "warning" not in p.stderr
