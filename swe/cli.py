@@ -129,7 +129,12 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("file", help="a file written by swe run")
     pl.add_argument("--time", type=float, default=None,
                     help="seconds after the start (nearest frame; default: last)")
-    pl.add_argument("--var", default="eta", help="variable to plot (default: eta)")
+    pl.add_argument("--var", default="eta",
+                    help="variable to map: eta (default), h, u, v at a time; max_depth, "
+                         "max_speed or arrival_time over the run; bed")
+    pl.add_argument("--gauge", action="append", default=None, metavar="NAME",
+                    help="hydrographs of a gauge instead of a map (repeatable; 'all': "
+                         "every gauge)")
     pl.add_argument("--member", type=int, default=0,
                     help="the member to plot from a file of swe run --ensemble (default: 0)")
     pl.add_argument("-o", "--output", default=None, help="figure file (default: <file>.png)")
@@ -509,8 +514,6 @@ def cmd_plot(args) -> int:
     except ImportError:
         raise _BadInput("swe plot needs matplotlib: pip install 'swe-jax[plot]'")
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
     import xarray as xr
 
     try:
@@ -525,37 +528,13 @@ def cmd_plot(args) -> int:
                             f"members, 0 .. {n - 1}")
         member = f", member {args.member} ({ds.ensemble.values[args.member]})"
         ds = ds.isel(ensemble=args.member)
-    fields = [v for v in ds.data_vars if ds[v].dims == ("time", "y", "x")]
-    if args.var not in fields:
-        raise _BadInput(f"swe plot: variable {args.var!r} is not in the file; choose one of "
-                        f"{', '.join(fields)}")
-    seconds = (ds.time - ds.time[0]) / np.timedelta64(1, "s")
-    k = len(ds.time) - 1 if args.time is None else int(np.abs(seconds.values - args.time).argmin())
-    t = float(seconds[k])
-    frame = ds.isel(time=k)
-    var = frame[args.var]
-    units = var.attrs.get("units", "")
-    fig, ax = plt.subplots(figsize=(8, 5) if ds.sizes["y"] > 1 else (9, 4))
-    if ds.sizes["y"] == 1:
-        for j in np.linspace(0, len(ds.time) - 1, min(len(ds.time), 6)).astype(int):
-            s = float(seconds[j])
-            ax.plot(ds.x, ds[args.var].isel(time=j, y=0), label=f"t = {s:g} s")
-        if args.var in ("eta", "h"):
-            ax.plot(ds.x, ds.bed.isel(y=0), "k-", lw=1, label="bed")
-        ax.set_xlabel("x (m)")
-        ax.set_ylabel(f"{args.var} ({units})")
-        ax.legend()
-    else:
-        mesh = ax.pcolormesh(ds.x, ds.y, var, shading="auto", cmap="viridis")
-        fig.colorbar(mesh, ax=ax, label=f"{var.attrs.get('long_name', args.var)} ({units})")
-        step = max(1, max(ds.sizes["x"], ds.sizes["y"]) // 25)
-        sub = frame.isel(x=slice(None, None, step), y=slice(None, None, step))
-        wet = sub.h > 1e-3
-        ax.quiver(sub.x, sub.y, sub.u.where(wet, 0.0), sub.v.where(wet, 0.0), color="w")
-        ax.set_aspect("equal")
-        ax.set_xlabel("x (m)")
-        ax.set_ylabel("y (m)")
-    ax.set_title(f"{ds.attrs.get('title', path.name)}: {args.var} at t = {t:g} s{member}")
+    from .plotting import figure
+
+    try:
+        fig = figure(ds, args.var, args.time, args.gauge, (ds.attrs.get("title", path.name)
+                                                           + member))
+    except ValueError as exc:
+        raise _BadInput(f"swe plot: {exc}")
     out = Path(args.output or path.with_suffix(".png"))
     fig.savefig(out, dpi=110, bbox_inches="tight")
     print(f"wrote {out}")
