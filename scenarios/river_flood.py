@@ -60,6 +60,11 @@ def build(nx=120, ny=40, length=6000.0, width=2000.0, floor_width=1200.0, slope=
           meanders=2.0,
           base_discharge=50.0, peak_discharge=1500.0, time_to_peak=3600.0, t_end=10800.0,
           n_channel=0.03, n_floodplain=0.06, n_town=0.1):
+    for name, value in (("slope", slope), ("n_channel", n_channel), ("channel_width",
+                                                                   channel_width)):
+        if not value > 0:
+            raise ValueError(f"{name}={value!r} is invalid; expected a number > 0 (the base "
+                             "flow's normal depth depends on it)")
     half = width / 2
     grid = swe.Grid(nx=nx, ny=ny, x=(0.0, length), y=(-half, half))
     X, Y = (np.asarray(a) for a in grid.cell_centers())

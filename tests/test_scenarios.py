@@ -169,3 +169,12 @@ def test_gauge_coordinates_from_numpy_and_jax_scalars_are_floats():
     assert (type(g.x), type(g.y), g.x, g.y) == (float, float, 10.0, 2.5)
     with pytest.raises(ValueError, match=r"has shape \(2,\); expected a number in m"):
         swe.Gauge("a", np.array([1.0, 2.0]), 1.0)
+
+
+def test_scenario_parameters_out_of_range_are_one_clear_error():
+    with pytest.raises(ValueError, match=r"slope=0\.0 is invalid; expected a number > 0"):
+        scn.build("river_flood", {"slope": 0.0})
+    with pytest.raises(ValueError, match=r"x0=1200\.0 is invalid; the dam must stand inside"):
+        scn.build("dam_break", {"x0": 1200.0})
+    sc = scn.build("dam_break", {"x0": 100.0, "nx": 100})  # gauges kept in the channel
+    assert [g.x for g in sc.gauges] == [5.0, 100.0, 300.0]
