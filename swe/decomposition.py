@@ -177,7 +177,7 @@ class MeshBlock(eqx.Module):
         block's part (:class:`BlockValues`); anything else unchanged."""
         if not callable(fn) or isinstance(fn, (eqx.Module, BlockValues)):
             return fn
-        return BlockValues(fn, self.shape, self.sizes, edge)
+        return BlockValues(fn, self, edge)
 
     def grid_of(self, grid: Grid) -> GridBlock:
         """The block's part of ``grid``."""
@@ -254,23 +254,23 @@ class GridBlock(eqx.Module):
 
 class BlockValues(eqx.Module):
     """A function of ``t`` that returns whole-grid values (an ``(ny, nx)`` field, a row or
-    column of it, or a 1-D profile along an edge), cut to one device's block. Scalars pass
-    through. ``edge`` is the grid axis a 1-D profile runs along (None: no 1-D values)."""
+    column of it, or a 1-D profile along an edge), cut to one device's ``block``. Scalars
+    pass through. ``edge`` is the grid axis a 1-D profile runs along (None: no 1-D
+    values)."""
 
     fn: object
-    shape: tuple[int, int] = eqx.field(static=True)
-    sizes: tuple[int, int] = eqx.field(static=True)
+    block: MeshBlock
     edge: int | None = eqx.field(static=True, default=None)
 
     def __call__(self, t):
         value = jnp.asarray(self.fn(t))
         axes = {0: 0, 1: 1} if value.ndim == 2 else {0: self.edge} if value.ndim == 1 else {}
         for dim, axis in axes.items():
-            if axis is None or self.sizes[axis] == 1 or value.shape[dim] != self.shape[axis]:
+            if (axis is None or not self.block.split(axis)
+                    or value.shape[dim] != self.block.shape[axis]):
                 continue  # replicated, or broadcast along this axis
-            block = self.shape[axis] // self.sizes[axis]
-            value = lax.dynamic_slice_in_dim(value, lax.axis_index(AXIS_NAMES[axis]) * block,
-                                             block, axis=dim)
+            value = lax.dynamic_slice_in_dim(value, self.block.offset(axis),
+                                             self.block.block_shape()[axis], axis=dim)
         return value
 
 

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .reconstruction import BVD
+from .stages import SPLIT_INTEGRATORS
+
 # Values (of the run's precision) a compiled output interval holds per cell: the state and
 # its envelopes in and out, the padded fields and the stage's intermediates, by
 # reconstruction and integrator. XLA's memory analysis of swe.run.solve on a CPU (Manning
@@ -42,10 +45,10 @@ OUTPUT_FIXED_VALUES = 4
 
 
 def _kind(model, integrator) -> tuple[str, str]:
-    scheme = model.scheme
-    reconstruction = ("first_order" if scheme.limiter_fn is None else
-                      "thinc-bvd" if scheme.limiter.lower() == "thinc-bvd" else "muscl")
-    split = "split" if str(integrator).lower() in ("split", "strang") else "unsplit"
+    limiter = model.scheme.limiter_fn
+    reconstruction = ("first_order" if limiter is None else
+                      "thinc-bvd" if isinstance(limiter, BVD) else "muscl")
+    split = "split" if str(integrator).lower() in SPLIT_INTEGRATORS else "unsplit"
     return reconstruction, split
 
 
